@@ -1,0 +1,41 @@
+# kten's front door. `make tour` runs the main job, `make test` the test suite; both set up a
+# fresh Debian 12 machine first (scripts/setup), then configure, build and run with CMake presets.
+PRESET ?= cpu
+PREFIX ?= $(CURDIR)/install/$(PRESET)
+BUILD   = build/$(PRESET)
+CONFIGURE_ARGS ?=
+
+.PHONY: all setup configure build test tour info cuda perf install clean
+
+all: build
+
+setup:
+	@scripts/setup $(if $(filter cuda,$(PRESET)),--cuda)
+
+configure: setup
+	@test -f $(BUILD)/build.ninja || cmake --preset $(PRESET) $(CONFIGURE_ARGS)
+
+build: configure
+	cmake --build --preset $(PRESET)
+
+test: build
+	ctest --preset $(PRESET)
+
+tour: build
+	$(BUILD)/examples/kten-tour $(ARGS)
+
+info: build
+	$(BUILD)/examples/kten-info
+
+# Set up CUDA 11.8 and build everything for CUDA (compile and link only on a machine without a GPU).
+cuda:
+	$(MAKE) build PRESET=cuda
+
+perf: build
+	cmake --build --preset $(PRESET) --target perf-run
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf build install

@@ -1,0 +1,19 @@
+# The installed package: headers, libkten, kten::kten, ktenConfig.cmake and a version file.
+# With the bundled Kokkos, Kokkos installs itself into the same prefix, so find_dependency finds it.
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY include/kten DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS kten EXPORT ktenTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT ktenTargets NAMESPACE kten:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kten)
+
+set(KTEN_KOKKOS_VERSION ${Kokkos_VERSION})
+configure_package_config_file(cmake/ktenConfig.cmake.in ${PROJECT_BINARY_DIR}/ktenConfig.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kten)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ktenConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ktenConfig.cmake ${PROJECT_BINARY_DIR}/ktenConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kten)

@@ -1,0 +1,8 @@
+# Warnings on kten's own targets only (never global flags). Kokkos comes in as a SYSTEM include
+# through its imported/ALIAS target, so its headers do not trip them.
+function(kten_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+  if(KTEN_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()

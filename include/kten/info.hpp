@@ -1,0 +1,38 @@
+#pragma once
+/// \file info.hpp
+/// \brief What this build and this machine offer: the report `kten-info` prints.
+
+#include <cstddef>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace kten {
+
+/// \brief One CUDA device as the driver describes it.
+struct GpuProperties {
+  int cuda_ordinal = 0;            ///< \brief CUDA device number
+  std::string name;                ///< \brief e.g. "NVIDIA H100 80GB HBM3"
+  std::size_t memory_bytes = 0;    ///< \brief global memory
+  int compute_major = 0;           ///< \brief compute capability, major
+  int compute_minor = 0;           ///< \brief compute capability, minor
+  int multiprocessors = 0;         ///< \brief SM count
+  bool used_by_kten = false;       ///< \brief true for the device kten drives as gpu(0)
+};
+
+/// \brief kten's version, "major.minor.patch".
+std::string version();
+/// \brief The Kokkos release kten was built against, "major.minor.patch".
+std::string kokkos_version();
+/// \brief Kokkos execution spaces enabled in this build, e.g. {"OpenMP", "Serial"} or {"Cuda", "OpenMP"}.
+std::vector<std::string> enabled_backends();
+/// \brief Threads of the host execution space (Kokkos must be initialised).
+int host_threads();
+/// \brief The host CPU's model name, from /proc/cpuinfo where available.
+std::string cpu_model();
+/// \brief Every CUDA device the driver shows (empty in host-only builds or without GPUs).
+std::vector<GpuProperties> gpu_properties();
+/// \brief Writes the device report (the library's nvidia-smi) to `os`.
+void print_device_report(std::ostream& os);
+
+}  // namespace kten

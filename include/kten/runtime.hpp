@@ -1,0 +1,44 @@
+#pragma once
+/// \file runtime.hpp
+/// \brief Visible cost: transfer and synchronisation counters, and the sync debug mode.
+
+#include <cstdint>
+
+namespace kten {
+
+/// \brief Counters since start (or the last reset_stats()). Emulated GPUs count like real ones.
+struct Stats {
+  std::uint64_t host_to_device = 0;        ///< \brief copies from cpu() to a GPU
+  std::uint64_t device_to_host = 0;        ///< \brief copies from a GPU to the host (cpu() tensors, item, to_vector, printing)
+  std::uint64_t device_to_device = 0;      ///< \brief copies between two GPUs
+  std::uint64_t bytes_host_to_device = 0;  ///< \brief bytes moved host -> GPU
+  std::uint64_t bytes_device_to_host = 0;  ///< \brief bytes moved GPU -> host
+  std::uint64_t bytes_device_to_device = 0;///< \brief bytes moved GPU -> GPU
+  std::uint64_t host_syncs = 0;            ///< \brief times the host waited for a device (item, to_vector, printing, synchronize)
+
+  /// \brief All copies between different devices.
+  std::uint64_t transfers() const { return host_to_device + device_to_host + device_to_device; }
+  /// \brief All bytes moved between different devices.
+  std::uint64_t bytes_transferred() const {
+    return bytes_host_to_device + bytes_device_to_host + bytes_device_to_device;
+  }
+};
+
+/// \brief A snapshot of the counters (thread-safe).
+Stats stats();
+/// \brief Sets every counter to zero.
+void reset_stats();
+
+/// \brief What to do at an implicit host synchronisation (item, to_vector, printing).
+enum class SyncDebug {
+  Off,   ///< \brief say nothing (default)
+  Warn,  ///< \brief print one line to stderr naming the operation and the device
+  Error  ///< \brief throw kten::SyncError instead of synchronising
+};
+
+/// \brief Sets the sync debug mode for the whole process; returns the previous mode.
+SyncDebug set_sync_debug_mode(SyncDebug mode);
+/// \brief The current sync debug mode.
+SyncDebug sync_debug_mode();
+
+}  // namespace kten

@@ -1,0 +1,240 @@
+#pragma once
+/// \file tensor.hpp
+/// \brief kten::Tensor: a Kokkos allocation in one device's memory, with shape, dtype and device;
+/// creation functions, transfers and Kokkos::View interop.
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include <kten/device.hpp>
+#include <kten/dtype.hpp>
+#include <kten/errors.hpp>
+
+namespace kten {
+
+/// \brief Extents of a tensor, outermost first (row-major).
+using Shape = std::vector<std::int64_t>;
+
+/// \brief "2x3" for {2, 3}, "scalar" for {}.
+std::string shape_str(const Shape& shape);
+
+class Tensor;
+
+namespace detail {
+struct Storage;
+struct ViewRequest {
+  DType dtype;
+  int rank;
+  bool host_accessible;    // the memory space is reachable from host code
+  bool device_accessible;  // the memory space is reachable from the default (GPU) execution space
+  const char* memory_space;
+};
+void* checked_view_data(const Tensor& t, const ViewRequest& request);
+Tensor tensor_from_external(void* data, Shape shape, const Device& device,
+                            std::shared_ptr<void> owner, const ViewRequest& request);
+void read_to_host(const Tensor& t, void* dst, DType expected, const char* what);
+template <class MemorySpace>
+ViewRequest view_request(DType dtype, int rank) {
+  return {dtype, rank, Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible,
+          Kokkos::SpaceAccessibility<Kokkos::DefaultExecutionSpace, MemorySpace>::accessible,
+          MemorySpace::name()};
+}
+}  // namespace detail
+
+/// \brief A dense row-major array of float32 or float64 living on one Device.
+///
+/// Copying a Tensor is cheap and shares storage (like torch::Tensor). Operations run on the
+/// tensor's device, enqueue without fencing, and return tensors on that device. Nothing is
+/// copied between devices implicitly: use to(), copyto() or as_in_context().
+class Tensor {
+ public:
+  /// \brief An undefined tensor (no storage); most calls on it throw kten::Error.
+  Tensor() = default;
+
+  /// \brief False for a default-constructed tensor.
+  bool defined() const { return static_cast<bool>(storage_); }
+  /// \brief The device whose memory holds the data.
+  Device device() const;
+  /// \brief Extents, outermost first.
+  const Shape& shape() const { return shape_; }
+  /// \brief Number of dimensions (0 for a scalar).
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  /// \brief Extent of one axis (negative counts from the end).
+  std::int64_t size(int axis) const;
+  /// \brief Number of elements.
+  std::int64_t numel() const;
+  /// \brief Element type.
+  DType dtype() const { return dtype_; }
+  /// \brief Bytes of element data.
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+
+  /// \brief The same storage seen with another shape (one extent may be -1); throws ShapeError
+  /// when the element counts differ.
+  Tensor reshape(Shape shape) const;
+  /// \brief A new buffer on `device` holding a copy, even when `device` is this tensor's device.
+  Tensor copyto(const Device& device) const;
+  /// \brief This tensor itself (shared storage) when already on `device`, else copyto(device).
+  Tensor to(const Device& device) const;
+  /// \brief Alias of to() (MXNet's name).
+  Tensor as_in_context(const Device& device) const { return to(device); }
+  /// \brief A converted copy with another dtype, on the same device (this tensor if already `dtype`).
+  Tensor astype(DType dtype) const;
+  /// \brief True when both tensors view the same allocation.
+  bool shares_storage_with(const Tensor& other) const;
+
+  /// \brief Copies the elements to a host vector; synchronises with the device. T must match dtype().
+  template <class T>
+  std::vector<T> to_vector() const {
+    std::vector<T> out(static_cast<std::size_t>(numel()));
+    detail::read_to_host(*this, out.data(), dtype_of<T>(), "to_vector()");
+    return out;
+  }
+  /// \brief The value of a one-element tensor; synchronises with the device. T must match dtype().
+  template <class T>
+  T item() const {
+    if (numel() != 1)
+      throw ShapeError("kten: item() needs a tensor with exactly one element, got shape " +
+                       shape_str(shape_));
+    T value{};
+    detail::read_to_host(*this, &value, dtype_of<T>(), "item()");
+    return value;
+  }
+
+  /// \brief Elementwise e^x.
+  Tensor exp() const;
+  /// \brief Elementwise natural logarithm.
+  Tensor log() const;
+  /// \brief Elementwise square root.
+  Tensor sqrt() const;
+  /// \brief Elementwise absolute value.
+  Tensor abs() const;
+  /// \brief Elementwise max(x, 0).
+  Tensor relu() const;
+  /// \brief Elementwise 1 / (1 + e^-x).
+  Tensor sigmoid() const;
+  /// \brief Elementwise hyperbolic tangent.
+  Tensor tanh() const;
+  /// \brief Sum of all elements, a 0-d tensor on this device.
+  Tensor sum() const;
+  /// \brief Sum along `axis` (negative counts from the end); the axis is removed.
+  Tensor sum(int axis) const;
+  /// \brief Mean of all elements, a 0-d tensor on this device.
+  Tensor mean() const;
+  /// \brief Mean along `axis`.
+  Tensor mean(int axis) const;
+  /// \brief Largest element, a 0-d tensor on this device (ShapeError when empty).
+  Tensor max() const;
+  /// \brief Largest element along `axis`.
+  Tensor max(int axis) const;
+  /// \brief Frobenius (L2) norm, a 0-d tensor on this device.
+  Tensor norm() const;
+  /// \brief L2 norm along `axis`.
+  Tensor norm(int axis) const;
+  /// \brief The transposed copy of a 2-D tensor.
+  Tensor transpose() const;
+
+  /// \brief Raw pointer to the first element, in the device's memory.
+  void* data() const;
+
+  /// \brief The data as an unmanaged Kokkos::View (no copy). DataType's value type must match
+  /// dtype(), its rank ndim(), and MemorySpace must be reachable from this tensor's device
+  /// (HostSpace for cpu(), CudaSpace for a GPU). The View does not keep the storage alive.
+  template <class DataType, class MemorySpace = Kokkos::HostSpace>
+  Kokkos::View<DataType, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+  view() const {
+    using V = Kokkos::View<DataType, Kokkos::LayoutRight, MemorySpace,
+                           Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    using T = typename V::non_const_value_type;
+    constexpr int rank = static_cast<int>(V::rank);
+    static_assert(rank <= 4, "kten::Tensor::view supports ranks 0 to 4");
+    auto* p = static_cast<typename V::pointer_type>(
+        detail::checked_view_data(*this, detail::view_request<MemorySpace>(dtype_of<T>(), rank)));
+    auto e = [&](int i) { return static_cast<std::size_t>(shape_[i]); };
+    if constexpr (rank == 0) return V(p);
+    else if constexpr (rank == 1) return V(p, e(0));
+    else if constexpr (rank == 2) return V(p, e(0), e(1));
+    else if constexpr (rank == 3) return V(p, e(0), e(1), e(2));
+    else return V(p, e(0), e(1), e(2), e(3));
+  }
+
+  /// \brief Internal: a tensor over existing storage.
+  Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype);
+  /// \brief Internal: the shared storage.
+  const std::shared_ptr<detail::Storage>& storage() const { return storage_; }
+
+ private:
+  std::shared_ptr<detail::Storage> storage_;
+  Shape shape_;
+  DType dtype_ = DType::float32;
+};
+
+/// \brief Prints the values (NumPy-style elision when large), then a trailer such as
+/// `<Tensor 2x3 float32 @gpu(0)>`. Synchronises with the device and copies to the host.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// \brief An uninitialised tensor on `device`.
+Tensor empty(const Shape& shape, const Device& device = cpu(), DType dtype = DType::float32);
+/// \brief A tensor of zeros on `device`.
+Tensor zeros(const Shape& shape, const Device& device = cpu(), DType dtype = DType::float32);
+/// \brief A tensor of ones on `device`.
+Tensor ones(const Shape& shape, const Device& device = cpu(), DType dtype = DType::float32);
+/// \brief A tensor filled with `value` on `device`.
+Tensor full(const Shape& shape, double value, const Device& device = cpu(),
+            DType dtype = DType::float32);
+/// \brief 0, 1, ..., stop-1 on `device`.
+Tensor arange(std::int64_t stop, const Device& device = cpu(), DType dtype = DType::float32);
+/// \brief start, start+step, ... (< stop for step > 0, > stop for step < 0) on `device`.
+Tensor arange(double start, double stop, double step, const Device& device = cpu(),
+              DType dtype = DType::float32);
+
+/// \brief A float32 tensor of the given shape from host values (row-major), placed on `device`.
+Tensor tensor(const std::vector<float>& values, const Shape& shape, const Device& device = cpu());
+/// \brief A float64 tensor of the given shape from host values (row-major), placed on `device`.
+Tensor tensor(const std::vector<double>& values, const Shape& shape, const Device& device = cpu());
+/// \brief A 1-D float32 tensor from host values.
+Tensor tensor(const std::vector<float>& values, const Device& device = cpu());
+/// \brief A 1-D float64 tensor from host values.
+Tensor tensor(const std::vector<double>& values, const Device& device = cpu());
+/// \brief A 1-D float32 tensor: tensor({1.f, 2.f, 3.f}).
+Tensor tensor(std::initializer_list<float> values, const Device& device = cpu());
+/// \brief A 1-D float64 tensor: tensor({1.0, 2.0}).
+Tensor tensor(std::initializer_list<double> values, const Device& device = cpu());
+/// \brief A 2-D float32 tensor from nested rows: tensor({{1.f, 2.f}, {3.f, 4.f}}); ragged rows throw ShapeError.
+Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, const Device& device = cpu());
+/// \brief A 2-D float64 tensor from nested rows.
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const Device& device = cpu());
+
+/// \brief Wraps an existing Kokkos::View as a tensor on `device`, without copying.
+///
+/// The tensor keeps a copy of the View (and so the allocation) alive. The View must hold float or
+/// double, be contiguous and row-major (LayoutRight, or rank <= 1), have rank <= 4, and live in a
+/// memory space `device` can use (HostSpace for cpu(), CudaSpace for a GPU); otherwise
+/// kten::Error explains what does not fit.
+template <class ViewType>
+Tensor from_view(const ViewType& view, const Device& device = cpu()) {
+  static_assert(Kokkos::is_view<ViewType>::value, "kten::from_view takes a Kokkos::View");
+  using T = typename ViewType::value_type;
+  static_assert(!std::is_const_v<T>, "kten::from_view needs a View of non-const elements");
+  constexpr int rank = static_cast<int>(ViewType::rank);
+  static_assert(rank <= 4, "kten::from_view supports ranks 0 to 4");
+  static_assert(rank <= 1 || std::is_same_v<typename ViewType::array_layout, Kokkos::LayoutRight>,
+                "kten::from_view needs a row-major (LayoutRight) View for rank >= 2");
+  if (!view.span_is_contiguous())
+    throw Error("kten::from_view: the View '" + view.label() +
+                "' is not contiguous (a strided subview?); pass a contiguous View or copy it first");
+  Shape shape(rank);
+  for (int r = 0; r < rank; ++r) shape[r] = static_cast<std::int64_t>(view.extent(r));
+  auto owner = std::make_shared<ViewType>(view);
+  return detail::tensor_from_external(
+      view.data(), std::move(shape), device, std::move(owner),
+      detail::view_request<typename ViewType::memory_space>(dtype_of<T>(), rank));
+}
+
+}  // namespace kten

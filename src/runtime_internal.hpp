@@ -1,0 +1,16 @@
+#pragma once
+// Internal: bookkeeping for kten::stats() and the sync debug mode.
+
+#include <cstddef>
+
+#include <kten/device.hpp>
+
+namespace kten::detail {
+
+/// \brief Counts a copy of `bytes` from one device to another (nothing when from == to).
+void note_transfer(const Device& from, const Device& to, std::size_t bytes);
+/// \brief Counts a host wait for `device`; an implicit one on a GPU is reported per SyncDebug
+/// (Error throws SyncError before anything waits).
+void note_host_sync(const Device& device, const char* cause, bool implicit);
+
+}  // namespace kten::detail

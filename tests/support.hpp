@@ -1,0 +1,65 @@
+#pragma once
+// Shared test helpers: the device under test and one allclose.
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <kten/kten.hpp>
+
+namespace kten::test {
+
+/// The device this run tests, from KTEN_TEST_DEVICE ("cpu", the default, or "gpu"); CTest runs
+/// the suite once per enabled backend. A "gpu" run without a usable GPU fails loudly.
+inline Device device() {
+  const char* env = std::getenv("KTEN_TEST_DEVICE");
+  const std::string name = env ? env : "cpu";
+  if (name == "gpu") {
+    require_available(gpu(0));
+    return gpu(0);
+  }
+  REQUIRE(name == "cpu");
+  return cpu();
+}
+
+/// The other device for cross-device tests ([multidevice] runs need a GPU, real or emulated).
+inline Device other_device() { return device().is_cpu() ? gpu(0) : cpu(); }
+
+/// Tolerance per element type: float32 results are checked against float64 host references.
+template <class T>
+constexpr double tolerance() {
+  return sizeof(T) == 4 ? 2e-5 : 1e-12;
+}
+
+/// Elementwise |got - want| <= atol + rtol * |want|, reporting the first element that is off.
+template <class T>
+void require_allclose(const std::vector<T>& got, const std::vector<double>& want, double rtol = tolerance<T>(),
+                      double atol = tolerance<T>()) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (!(diff <= atol + rtol * std::fabs(want[i]))) {
+      INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+      REQUIRE(diff <= atol + rtol * std::fabs(want[i]));
+    }
+  }
+}
+
+/// The tensor's values on the host, checked against a float64 reference.
+template <class T>
+void require_allclose(const Tensor& t, const std::vector<double>& want, double rtol = tolerance<T>(),
+                      double atol = tolerance<T>()) {
+  require_allclose(t.to_vector<T>(), want, rtol, atol);
+}
+
+/// Host values of a tensor widened to double (the reference computations run in double).
+template <class T>
+std::vector<double> host_doubles(const Tensor& t) {
+  auto v = t.to_vector<T>();
+  return std::vector<double>(v.begin(), v.end());
+}
+
+}  // namespace kten::test

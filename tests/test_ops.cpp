@@ -1,0 +1,214 @@
+// Operations on the device under test, checked against float64 host references.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+
+#include <catch2/catch_template_test_macros.hpp>
+
+#include "support.hpp"
+
+using namespace kten;
+using test::host_doubles;
+using test::require_allclose;
+
+namespace {
+
+template <class F>
+std::vector<double> map_ref(const std::vector<double>& x, F f) {
+  std::vector<double> out(x.size());
+  std::transform(x.begin(), x.end(), out.begin(), f);
+  return out;
+}
+
+// Row-major broadcasting reference for 2-D outputs: a and b are (ra x ca) and (rb x cb).
+std::vector<double> broadcast_ref(const std::vector<double>& a, Shape sa, const std::vector<double>& b, Shape sb,
+                                  const std::function<double(double, double)>& f) {
+  while (sa.size() < 2) sa.insert(sa.begin(), 1);
+  while (sb.size() < 2) sb.insert(sb.begin(), 1);
+  const auto rows = std::max(sa[0], sb[0]), cols = std::max(sa[1], sb[1]);
+  std::vector<double> out;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j)
+      out.push_back(f(a[(sa[0] == 1 ? 0 : i) * sa[1] + (sa[1] == 1 ? 0 : j)],
+                      b[(sb[0] == 1 ? 0 : i) * sb[1] + (sb[1] == 1 ? 0 : j)]));
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("elementwise arithmetic with tensors and scalars stays on the device", "[ops]", float, double) {
+  const Device d = test::device();
+  const DType t = dtype_of<TestType>();
+  auto x = uniform({5, 7}, 0.5, 2.0, d, 1, t);
+  auto y = uniform({5, 7}, 0.5, 2.0, d, 2, t);
+  const auto hx = host_doubles<TestType>(x), hy = host_doubles<TestType>(y);
+  auto sum_xy = x + y;
+  CHECK(sum_xy.device() == d);
+  CHECK(sum_xy.dtype() == t);
+  require_allclose<TestType>(sum_xy, broadcast_ref(hx, {5, 7}, hy, {5, 7}, std::plus<>()));
+  require_allclose<TestType>(x - y, broadcast_ref(hx, {5, 7}, hy, {5, 7}, std::minus<>()));
+  require_allclose<TestType>(x * y, broadcast_ref(hx, {5, 7}, hy, {5, 7}, std::multiplies<>()));
+  require_allclose<TestType>(x / y, broadcast_ref(hx, {5, 7}, hy, {5, 7}, std::divides<>()));
+  require_allclose<TestType>(x + 2.0, map_ref(hx, [](double v) { return v + 2; }));
+  require_allclose<TestType>(2.0 + x, map_ref(hx, [](double v) { return 2 + v; }));
+  require_allclose<TestType>(x - 2.0, map_ref(hx, [](double v) { return v - 2; }));
+  require_allclose<TestType>(2.0 - x, map_ref(hx, [](double v) { return 2 - v; }));
+  require_allclose<TestType>(x * 3.0, map_ref(hx, [](double v) { return v * 3; }));
+  require_allclose<TestType>(3.0 * x, map_ref(hx, [](double v) { return 3 * v; }));
+  require_allclose<TestType>(x / 4.0, map_ref(hx, [](double v) { return v / 4; }));
+  require_allclose<TestType>(4.0 / x, map_ref(hx, [](double v) { return 4 / v; }));
+  require_allclose<TestType>(-x, map_ref(hx, [](double v) { return -v; }));
+}
+
+TEMPLATE_TEST_CASE("binary operations broadcast like NumPy", "[ops]", float, double) {
+  const Device d = test::device();
+  const DType t = dtype_of<TestType>();
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 4}, {4}}, {{3, 4}, {3, 1}}, {{1, 4}, {3, 1}}, {{3, 1}, {1}}, {{4}, {3, 4}}, {{}, {2, 3}}, {{2, 3}, {}}};
+  std::uint64_t seed = 10;
+  for (const auto& [sa, sb] : cases) {
+    CAPTURE(shape_str(sa), shape_str(sb));
+    auto a = rand(sa, d, seed++, t), b = rand(sb, d, seed++, t);
+    auto out = a * b - a;
+    const auto ref = broadcast_ref(host_doubles<TestType>(a), sa, host_doubles<TestType>(b), sb,
+                                   [](double u, double v) { return u * v - u; });
+    require_allclose<TestType>(out, ref);
+  }
+  CHECK((rand({2, 3, 4}, d, 1, t) + rand({3, 1}, d, 2, t)).shape() == Shape{2, 3, 4});
+  CHECK((zeros({0, 3}, d, t) + ones({3}, d, t)).shape() == Shape{0, 3});
+  CHECK_THROWS_AS(ones({2, 3}, d, t) + ones({4}, d, t), ShapeError);
+  CHECK_THROWS_AS(ones({2, 3}, d, t) * ones({3, 2}, d, t), ShapeError);
+}
+
+TEST_CASE("mixed dtypes are refused, never promoted silently", "[ops]") {
+  const Device d = test::device();
+  CHECK_THROWS_AS(ones({2}, d, float32) + ones({2}, d, float64), DTypeError);
+  CHECK_THROWS_AS(matmul(ones({2, 2}, d, float32), ones({2, 2}, d, float64)), DTypeError);
+}
+
+TEMPLATE_TEST_CASE("unary functions match the host's", "[ops]", float, double) {
+  const Device d = test::device();
+  auto x = uniform({3, 33}, -3.0, 3.0, d, 7, dtype_of<TestType>());
+  const auto hx = host_doubles<TestType>(x);
+  auto p = abs(x) + 0.1;
+  const auto hp = map_ref(hx, [](double v) { return std::fabs(v) + 0.1; });
+  require_allclose<TestType>(x.exp(), map_ref(hx, [](double v) { return std::exp(v); }));
+  require_allclose<TestType>(p.log(), map_ref(hp, [](double v) { return std::log(v); }));
+  require_allclose<TestType>(p.sqrt(), map_ref(hp, [](double v) { return std::sqrt(v); }));
+  require_allclose<TestType>(x.abs(), map_ref(hx, [](double v) { return std::fabs(v); }));
+  require_allclose<TestType>(neg(x), map_ref(hx, [](double v) { return -v; }));
+  require_allclose<TestType>(x.relu(), map_ref(hx, [](double v) { return v > 0 ? v : 0.0; }));
+  require_allclose<TestType>(x.sigmoid(), map_ref(hx, [](double v) { return 1 / (1 + std::exp(-v)); }));
+  require_allclose<TestType>(x.tanh(), map_ref(hx, [](double v) { return std::tanh(v); }));
+}
+
+TEMPLATE_TEST_CASE("whole-tensor reductions return 0-d tensors on the device", "[ops][reduce]", float, double) {
+  const Device d = test::device();
+  for (std::int64_t n : {1, 7, 1000, 100003}) {
+    CAPTURE(n);
+    auto x = uniform({n}, -1.0, 1.0, d, static_cast<std::uint64_t>(n), dtype_of<TestType>());
+    const auto hx = host_doubles<TestType>(x);
+    double s = 0, sq = 0, mx = -HUGE_VAL;
+    for (double v : hx) s += v, sq += v * v, mx = std::max(mx, v);
+    const double rtol = sizeof(TestType) == 4 ? 1e-4 : 1e-10;
+    auto total = sum(x);
+    CHECK(total.device() == d);
+    CHECK(total.ndim() == 0);
+    require_allclose<TestType>(total, {s}, rtol, rtol);
+    require_allclose<TestType>(x.mean(), {s / n}, rtol, rtol);
+    require_allclose<TestType>(x.norm(), {std::sqrt(sq)}, rtol, rtol);
+    CHECK(x.max().template item<TestType>() == static_cast<TestType>(mx));
+  }
+  CHECK(sum(zeros({0}, d, dtype_of<TestType>())).template item<TestType>() == 0);
+  CHECK_THROWS_AS(max(zeros({0}, d, dtype_of<TestType>())), ShapeError);
+}
+
+TEMPLATE_TEST_CASE("reductions along an axis remove that axis", "[ops][reduce]", float, double) {
+  const Device d = test::device();
+  const Shape shape{3, 5, 4};
+  auto x = uniform(shape, -1.0, 1.0, d, 3, dtype_of<TestType>());
+  const auto hx = host_doubles<TestType>(x);
+  for (int axis : {0, 1, 2, -1}) {
+    CAPTURE(axis);
+    const int a = axis < 0 ? axis + 3 : axis;
+    Shape out_shape = shape;
+    out_shape.erase(out_shape.begin() + a);
+    std::vector<double> s, m, mx, nr;
+    // Reference: iterate output coordinates in row-major order.
+    std::int64_t outer = 1, inner = 1;
+    for (int k = 0; k < a; ++k) outer *= shape[k];
+    for (int k = a + 1; k < 3; ++k) inner *= shape[k];
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < inner; ++i) {
+        double acc = 0, sq = 0, best = -HUGE_VAL;
+        for (std::int64_t k = 0; k < shape[a]; ++k) {
+          const double v = hx[(o * shape[a] + k) * inner + i];
+          acc += v, sq += v * v, best = std::max(best, v);
+        }
+        s.push_back(acc), m.push_back(acc / shape[a]), mx.push_back(best), nr.push_back(std::sqrt(sq));
+      }
+    auto r = sum(x, axis);
+    CHECK(r.shape() == out_shape);
+    CHECK(r.device() == d);
+    require_allclose<TestType>(r, s);
+    require_allclose<TestType>(mean(x, axis), m);
+    require_allclose<TestType>(max(x, axis), mx);
+    require_allclose<TestType>(norm(x, axis), nr);
+  }
+  CHECK_THROWS_AS(sum(x, 3), ShapeError);
+  CHECK_THROWS_AS(sum(x, -4), ShapeError);
+  CHECK_THROWS_AS(max(zeros({2, 0}, d), 1), ShapeError);
+}
+
+TEMPLATE_TEST_CASE("matmul and transpose are right on odd shapes", "[ops][matmul]", float, double) {
+  const Device d = test::device();
+  const DType t = dtype_of<TestType>();
+  for (auto [m, k, n] : std::vector<std::array<std::int64_t, 3>>{
+           {1, 1, 1}, {3, 4, 5}, {17, 33, 15}, {64, 1, 31}, {5, 70, 1}, {129, 65, 40}, {2, 0, 3}}) {
+    CAPTURE(m, k, n);
+    auto A = uniform({m, k}, -1.0, 1.0, d, 1, t), B = uniform({k, n}, -1.0, 1.0, d, 2, t);
+    const auto ha = host_doubles<TestType>(A), hb = host_doubles<TestType>(B);
+    std::vector<double> ref(m * n, 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t p = 0; p < k; ++p) ref[i * n + j] += ha[i * k + p] * hb[p * n + j];
+    auto C = matmul(A, B);
+    CHECK(C.shape() == Shape{m, n});
+    CHECK(C.device() == d);
+    require_allclose<TestType>(C, ref, 1e-4 * (sizeof(TestType) == 4), sizeof(TestType) == 4 ? 1e-4 : 1e-12);
+    auto v = uniform({k}, -1.0, 1.0, d, 3, t);
+    const auto hv = host_doubles<TestType>(v);
+    std::vector<double> mv(m, 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t p = 0; p < k; ++p) mv[i] += ha[i * k + p] * hv[p];
+    auto y = matmul(A, v);
+    CHECK(y.shape() == Shape{m});
+    require_allclose<TestType>(y, mv, 1e-4 * (sizeof(TestType) == 4), sizeof(TestType) == 4 ? 1e-4 : 1e-12);
+    auto At = transpose(A);
+    CHECK(At.shape() == Shape{k, m});
+    std::vector<double> ht(k * m);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t p = 0; p < k; ++p) ht[p * m + i] = ha[i * k + p];
+    CHECK(At.template to_vector<TestType>() == std::vector<TestType>(ht.begin(), ht.end()));
+  }
+  CHECK_THROWS_AS(matmul(ones({2, 3}, d, t), ones({2, 3}, d, t)), ShapeError);
+  CHECK_THROWS_AS(matmul(ones({3}, d, t), ones({3, 2}, d, t)), ShapeError);
+  CHECK_THROWS_AS(transpose(ones({3}, d, t)), ShapeError);
+}
+
+TEST_CASE("the DESIGN example computes on one device", "[ops]") {
+  const Device d = test::device();
+  auto X = ones({2, 3}, d);
+  auto Y = rand({2, 3}, d, 42);
+  auto Z = X.copyto(d);
+  auto S = (Z + 2.f).exp() * Y;
+  CHECK(S.device() == d);
+  const auto hy = host_doubles<float>(Y);
+  require_allclose<float>(S, map_ref(hy, [](double y) { return std::exp(3.0) * y; }));
+  auto n2 = norm(S);
+  CHECK(n2.device() == d);
+  double sq = 0;
+  for (double y : hy) sq += std::exp(6.0) * y * y;
+  CHECK(std::fabs(n2.item<float>() - std::sqrt(sq)) < 1e-4 * std::sqrt(sq));
+}

@@ -1,0 +1,150 @@
+// Tensors: creation on a device, shape and dtype, reshape, host reads, printing, interop, errors.
+#include <sstream>
+
+#include <catch2/catch_template_test_macros.hpp>
+
+#include "support.hpp"
+
+using namespace kten;
+
+TEST_CASE("tensor() from values lands on cpu() by default and on the named device", "[tensor]") {
+  auto x = tensor({1.f, 2.f, 3.f});
+  CHECK(x.device() == cpu());
+  CHECK(x.dtype() == float32);
+  CHECK(x.shape() == Shape{3});
+  CHECK(x.to_vector<float>() == std::vector<float>{1, 2, 3});
+
+  const Device d = test::device();
+  auto m = tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, d);
+  CHECK(m.device() == d);
+  CHECK(m.dtype() == float64);
+  CHECK(m.shape() == Shape{2, 3});
+  CHECK(m.ndim() == 2);
+  CHECK(m.numel() == 6);
+  CHECK(m.size(-1) == 3);
+  CHECK(m.to_vector<double>() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK_THROWS_AS(tensor({{1.f, 2.f}, {3.f}}, d), ShapeError);
+  CHECK_THROWS_AS(tensor(std::vector<float>{1, 2, 3}, Shape{2, 2}, d), ShapeError);
+  CHECK_THROWS_AS(zeros({2, -1}, d), ShapeError);
+}
+
+TEMPLATE_TEST_CASE("zeros, ones, full and arange fill on the device", "[tensor]", float, double) {
+  const Device d = test::device();
+  const DType t = dtype_of<TestType>();
+  auto z = zeros({2, 3}, d, t);
+  auto o = ones({4}, d, t);
+  auto f = full({2, 2}, 2.5, d, t);
+  CHECK(z.device() == d);
+  CHECK(z.dtype() == t);
+  CHECK(z.template to_vector<TestType>() == std::vector<TestType>(6, 0));
+  CHECK(o.template to_vector<TestType>() == std::vector<TestType>(4, 1));
+  CHECK(f.template to_vector<TestType>() == std::vector<TestType>(4, TestType(2.5)));
+  CHECK(arange(5, d, t).template to_vector<TestType>() == std::vector<TestType>{0, 1, 2, 3, 4});
+  test::require_allclose<TestType>(arange(1.0, 2.0, 0.25, d, t), {1.0, 1.25, 1.5, 1.75});
+  CHECK(arange(3.0, 0.0, -1.0, d, t).template to_vector<TestType>() == std::vector<TestType>{3, 2, 1});
+  CHECK(arange(0, d, t).numel() == 0);
+  CHECK_THROWS_AS(arange(0.0, 1.0, 0.0, d, t), ShapeError);
+  CHECK(zeros({0, 3}, d, t).numel() == 0);
+}
+
+TEST_CASE("reshape shares storage and checks element counts", "[tensor]") {
+  const Device d = test::device();
+  auto A = arange(12, d);
+  auto B = A.reshape({3, 4});
+  CHECK(B.shares_storage_with(A));
+  CHECK(B.shape() == Shape{3, 4});
+  CHECK(A.reshape({-1, 6}).shape() == Shape{2, 6});
+  CHECK(A.reshape({2, 3, 2}).to_vector<float>() == A.to_vector<float>());
+  CHECK_THROWS_AS(A.reshape({5, 3}), ShapeError);
+  CHECK_THROWS_AS(A.reshape({-1, -1}), ShapeError);
+  CHECK_THROWS_AS(A.reshape({-1, 5}), ShapeError);
+}
+
+TEST_CASE("host reads check the element type and the element count", "[tensor]") {
+  const Device d = test::device();
+  auto x = ones({3}, d);
+  CHECK_THROWS_AS(x.to_vector<double>(), DTypeError);
+  CHECK_THROWS_AS(x.item<float>(), ShapeError);
+  CHECK(sum(x).item<float>() == 3.f);
+  CHECK_THROWS_AS(sum(x).item<double>(), DTypeError);
+  CHECK(x.astype(float64).to_vector<double>() == std::vector<double>{1, 1, 1});
+  CHECK(x.astype(float32).shares_storage_with(x));
+  CHECK_THROWS_AS(Tensor().device(), Error);
+}
+
+TEST_CASE("printing shows the values and a trailer with shape, dtype and device", "[tensor][print]") {
+  const Device d = test::device();
+  std::ostringstream os;
+  os << ones({2, 3}, d);
+  CHECK(os.str() == "[[1. 1. 1.]\n [1. 1. 1.]]\n<Tensor 2x3 float32 @" + d.str() + ">");
+
+  std::ostringstream scalar;
+  scalar << tensor({0.5, 0.25}, d).sum();
+  CHECK(scalar.str() == "0.75\n<Tensor scalar float64 @" + d.str() + ">");
+
+  std::ostringstream big;
+  big << arange(2000, d).reshape({2, 1000});
+  const std::string s = big.str();
+  CHECK(s.find("...") != std::string::npos);
+  CHECK(s.find("1999.") != std::string::npos);
+  CHECK(s.find("500.") == std::string::npos);
+  CHECK(s.size() < 400);
+}
+
+TEST_CASE("an allocation that cannot succeed throws OutOfMemory naming the device and the size", "[tensor]") {
+  const Device d = test::device();
+  try {
+    empty({std::int64_t(1) << 40, 1 << 20}, d);  // 4 EiB
+    FAIL("expected OutOfMemory");
+  } catch (const OutOfMemory& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find(d.str()) != std::string::npos);
+    CHECK(msg.find("bytes") != std::string::npos);
+  }
+  CHECK_THROWS_AS(empty({std::int64_t(1) << 40, std::int64_t(1) << 40}, d), ShapeError);  // overflows 64 bits
+}
+
+TEST_CASE("a tensor wraps an existing Kokkos::View without copying and hands it back", "[tensor][interop]") {
+  const Device d = test::device();
+  if (d.is_cpu() || gpus_are_emulated()) {
+    Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> user("user", 2, 3);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) user(i, j) = i * 3 + j;
+    auto t = from_view(user, d);
+    CHECK(t.device() == d);
+    CHECK(t.shape() == Shape{2, 3});
+    CHECK(t.dtype() == float64);
+    CHECK(t.data() == user.data());
+    CHECK(sum(t).item<double>() == 15.0);
+    auto back = t.view<double**>();
+    CHECK(back.data() == user.data());
+    back(1, 2) = 50;
+    CHECK(user(1, 2) == 50);
+    CHECK_THROWS_AS(t.view<float**>(), DTypeError);
+    CHECK_THROWS_AS(t.view<double*>(), ShapeError);
+    auto strided = Kokkos::subview(user, Kokkos::ALL, 1);
+    Kokkos::View<double*, Kokkos::LayoutStride, Kokkos::HostSpace> col = strided;
+    CHECK_THROWS_AS(from_view(col, d), Error);
+  } else {
+    using Space = Kokkos::DefaultExecutionSpace::memory_space;
+    Kokkos::View<float*, Space> user("user", 4);
+    Kokkos::deep_copy(user, 2.f);
+    auto t = from_view(user, d);
+    CHECK(t.data() == user.data());
+    CHECK(sum(t).item<float>() == 8.f);
+    CHECK(t.view<float*, Space>().data() == user.data());
+    CHECK_THROWS_AS((t.view<float*, Kokkos::HostSpace>()), Error);
+    Kokkos::View<float*, Kokkos::HostSpace> host("host", 4);
+    CHECK_THROWS_AS(from_view(host, d), Error);
+  }
+}
+
+TEST_CASE("a wrapped View stays alive as long as the tensor", "[tensor][interop]") {
+  Tensor t;
+  {
+    Kokkos::View<float*, Kokkos::HostSpace> user("user", 3);
+    Kokkos::deep_copy(user, 1.5f);
+    t = from_view(user);
+  }
+  CHECK(t.to_vector<float>() == std::vector<float>(3, 1.5f));
+}
