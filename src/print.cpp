@@ -21,7 +21,8 @@ struct Printer {
   bool elide;
   bool integral;
   bool scientific;
-  int digits;
+  int digits;    // significant digits in scientific notation
+  int decimals;  // fractional digits in fixed notation, shared by all elements so columns align
   std::size_t width = 0;
 
   std::string format(double v) const {
@@ -30,7 +31,7 @@ struct Printer {
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     if (integral) std::snprintf(buf, sizeof buf, "%.0f.", v);
     else if (scientific) std::snprintf(buf, sizeof buf, "%.*e", digits - 1, v);
-    else std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    else std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
     return buf;
   }
 
@@ -82,7 +83,21 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     if (v != 0) smallest = std::min(smallest, std::fabs(v));
   }
   const bool scientific = !integral && (largest >= 1e8 || smallest < 1e-4);
-  Printer p{values, shape, t.numel() > kElideAbove, integral, scientific, t.dtype() == DType::float32 ? 7 : 15};
+  // Fixed notation: as many decimals as the most precise element needs, within the dtype's
+  // significant digits (NumPy's "maxprec" mode), so no float32 noise digits are shown.
+  const int significant = t.dtype() == DType::float32 ? 7 : 15;
+  const int whole_digits = largest >= 1 ? static_cast<int>(std::floor(std::log10(largest))) + 1 : 0;
+  const int max_decimals = std::clamp(significant - whole_digits, 1, 8);
+  int decimals = 0;
+  for (double v : values) {
+    if (!std::isfinite(v)) continue;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", max_decimals, v);
+    std::string text = buf;
+    const auto last = text.find_last_not_of('0');
+    decimals = std::max(decimals, static_cast<int>(last - text.find('.')));
+  }
+  Printer p{values, shape, t.numel() > kElideAbove, integral, scientific, significant, std::max(decimals, 1)};
   for (double v : values) p.width = std::max(p.width, p.format(v).size());
   if (shape.empty()) os << p.format(values[0]);
   else if (t.numel() == 0) os << std::string(shape.size(), '[') << std::string(shape.size(), ']');
