@@ -128,6 +128,29 @@ void fill(const Tensor& t, double value) {
   });
 }
 
+struct ReluGrad {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x > T(0) ? g : T(0); }
+};
+
+Tensor relu_grad(const Tensor& x, const Tensor& grad) { return zip("kten::relu_grad", x, grad, ReluGrad{}); }
+
+template <class Backend, class T>
+void sgd_kernel(const Backend& be, T* p, const T* g, std::int64_t n, T lr, T weight_decay) {
+  Kokkos::parallel_for("kten::sgd", Kokkos::RangePolicy<typename Backend::execution_space>(be.space, 0, n),
+                       KOKKOS_LAMBDA(std::int64_t i) { p[i] -= lr * (g[i] + weight_decay * p[i]); });
+}
+
+void sgd_update(const Tensor& p, const Tensor& g, double lr, double weight_decay) {
+  check_compatible("kten::sgd", p, g);
+  with_backend(p.device(), [&](auto be) {
+    with_dtype(p.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      sgd_kernel(be, static_cast<T*>(p.data()), static_cast<const T*>(g.data()), p.numel(), static_cast<T>(lr),
+                 static_cast<T>(weight_decay));
+    });
+  });
+}
+
 }  // namespace detail
 
 using namespace detail;

@@ -52,6 +52,11 @@ struct Broadcast {
 /// \brief NumPy broadcasting of two shapes; ShapeError names the operation and the clash.
 Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 
+/// \brief grad * (x > 0): the gradient of relu at x.
+Tensor relu_grad(const Tensor& x, const Tensor& grad);
+/// \brief p -= lr * (g + weight_decay * p), in place.
+void sgd_update(const Tensor& p, const Tensor& g, double lr, double weight_decay);
+
 /// \brief Sets every element of `t` to `value`.
 void fill(const Tensor& t, double value);
 

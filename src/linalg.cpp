@@ -5,40 +5,47 @@
 
 #include "checks.hpp"
 #include "dispatch.hpp"
+#include "linalg.hpp"
 
 namespace kten {
 namespace detail {
 
 // FLOP-bound. Each work item computes `W` adjacent outputs of one row of C, keeping them in
-// registers while it streams row i of A and rows of B: on CPUs W = 16 gives contiguous,
+// registers while it streams row i of op(A) and rows of op(B): on CPUs W = 16 gives contiguous,
 // vectorisable inner loops; on GPUs W = 1 so adjacent threads read adjacent columns of B.
+// Strides express the transposes; the epilogue adds an optional bias row and accumulates into C.
+struct GemmShape {
+  std::int64_t m, n, k;
+  std::int64_t a_row, a_col;  // A(i, p) = A[i * a_row + p * a_col]
+  std::int64_t b_row, b_col;  // B(p, j) = B[p * b_row + j * b_col]
+};
+
 template <class Backend, class T>
-void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, std::int64_t m, std::int64_t n,
-                 std::int64_t k) {
+void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate, GemmShape s) {
   constexpr int W = Backend::is_host ? 16 : 1;
-  const std::int64_t blocks = (n + W - 1) / W;
+  const std::int64_t blocks = (s.n + W - 1) / W;
   Kokkos::parallel_for(
-      "kten::matmul", Kokkos::RangePolicy<typename Backend::execution_space>(be.space, 0, m * blocks),
+      "kten::gemm", Kokkos::RangePolicy<typename Backend::execution_space>(be.space, 0, s.m * blocks),
       KOKKOS_LAMBDA(std::int64_t idx) {
         const std::int64_t i = idx / blocks;
         const std::int64_t j0 = (idx % blocks) * W;
-        const T* a = A + i * k;
+        const int width = s.n - j0 < W ? static_cast<int>(s.n - j0) : W;
         T acc[W] = {};
-        if (j0 + W <= n) {
-          for (std::int64_t p = 0; p < k; ++p) {
-            const T av = a[p];
-            const T* b = B + p * n + j0;
+        for (std::int64_t p = 0; p < s.k; ++p) {
+          const T av = A[i * s.a_row + p * s.a_col];
+          const T* b = B + p * s.b_row + j0 * s.b_col;
+          if (width == W && s.b_col == 1) {
             for (int w = 0; w < W; ++w) acc[w] += av * b[w];
+          } else {
+            for (int w = 0; w < width; ++w) acc[w] += av * b[w * s.b_col];
           }
-          for (int w = 0; w < W; ++w) C[i * n + j0 + w] = acc[w];
-        } else {
-          const int width = static_cast<int>(n - j0);
-          for (std::int64_t p = 0; p < k; ++p) {
-            const T av = a[p];
-            const T* b = B + p * n + j0;
-            for (int w = 0; w < width; ++w) acc[w] += av * b[w];
-          }
-          for (int w = 0; w < width; ++w) C[i * n + j0 + w] = acc[w];
+        }
+        T* c = C + i * s.n + j0;
+        for (int w = 0; w < width; ++w) {
+          T v = acc[w];
+          if (bias) v += bias[j0 + w];
+          if (accumulate) v += c[w];
+          c[w] = v;
         }
       });
 }
@@ -52,6 +59,27 @@ void transpose_kernel(const Backend& be, const T* x, T* out, std::int64_t rows, 
         const std::int64_t j = o / rows, i = o % rows;  // out is cols x rows
         out[o] = x[i * cols + j];
       });
+}
+
+void gemm(const Tensor& A, bool transpose_a, const Tensor& B, bool transpose_b, const Tensor& C,
+          const Tensor* bias, bool accumulate) {
+  const std::int64_t ar = A.shape()[0], ac = A.ndim() == 2 ? A.shape()[1] : 1;
+  const std::int64_t br = B.shape()[0], bc = B.ndim() == 2 ? B.shape()[1] : 1;
+  GemmShape s{};
+  s.m = transpose_a ? ac : ar;
+  s.k = transpose_a ? ar : ac;
+  s.n = transpose_b ? br : bc;
+  s.a_row = transpose_a ? 1 : ac;
+  s.a_col = transpose_a ? ac : 1;
+  s.b_row = transpose_b ? 1 : bc;
+  s.b_col = transpose_b ? bc : 1;
+  with_backend(A.device(), [&](auto be) {
+    with_dtype(A.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      gemm_kernel(be, static_cast<const T*>(A.data()), static_cast<const T*>(B.data()), static_cast<T*>(C.data()),
+                  bias ? static_cast<const T*>(bias->data()) : nullptr, accumulate, s);
+    });
+  });
 }
 
 }  // namespace detail
@@ -68,13 +96,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     throw ShapeError("kten: matmul: inner dimensions differ: " + shape_str(a.shape()) + " * " +
                      shape_str(b.shape()) + " (" + std::to_string(k) + " vs " + std::to_string(b.shape()[0]) + ")");
   Tensor out = empty(matvec ? Shape{m} : Shape{m, n}, a.device(), a.dtype());
-  detail::with_backend(a.device(), [&](auto be) {
-    detail::with_dtype(a.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      detail::gemm_kernel(be, static_cast<const T*>(a.data()), static_cast<const T*>(b.data()),
-                          static_cast<T*>(out.data()), m, n, k);
-    });
-  });
+  detail::gemm(a, false, b, false, out, nullptr, false);
   return out;
 }
 

@@ -218,6 +218,15 @@ Tensor Tensor::to(const Device& device) const {
   return device == storage_->device ? *this : copyto(device);
 }
 
+void Tensor::copy_from(const Tensor& src) const {
+  detail::check_defined(*this, "copy_from()");
+  detail::check_defined(src, "copy_from()");
+  if (src.shape() != shape_ || src.dtype() != dtype_)
+    throw ShapeError("kten: copy_from(): source " + shape_str(src.shape()) + " " + dtype_name(src.dtype()) +
+                     " does not match destination " + shape_str(shape_) + " " + dtype_name(dtype_));
+  detail::copy_bytes(*src.storage(), *storage_, nbytes());
+}
+
 bool Tensor::shares_storage_with(const Tensor& other) const {
   return storage_ && storage_ == other.storage_;
 }

@@ -2,11 +2,17 @@
 /// \file kten.hpp
 /// \brief Umbrella header: everything kten offers.
 
+#include <kten/data.hpp>
 #include <kten/device.hpp>
 #include <kten/dtype.hpp>
 #include <kten/errors.hpp>
 #include <kten/info.hpp>
+#include <kten/nn/layers.hpp>
+#include <kten/nn/loss.hpp>
+#include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
+#include <kten/optim.hpp>
 #include <kten/random.hpp>
 #include <kten/runtime.hpp>
 #include <kten/tensor.hpp>
+#include <kten/trainer.hpp>

@@ -86,6 +86,9 @@ class Tensor {
   Tensor as_in_context(const Device& device) const { return to(device); }
   /// \brief A converted copy with another dtype, on the same device (this tensor if already `dtype`).
   Tensor astype(DType dtype) const;
+  /// \brief Copies `src` (same shape and dtype, any device) into this tensor's storage, in place:
+  /// an explicit, counted transfer when the devices differ.
+  void copy_from(const Tensor& src) const;
   /// \brief True when both tensors view the same allocation.
   bool shares_storage_with(const Tensor& other) const;
 

@@ -1,0 +1,14 @@
+#pragma once
+// Internal: the general matrix product behind matmul, Linear's forward and its gradients.
+
+#include <kten/tensor.hpp>
+
+namespace kten::detail {
+
+/// \brief C = op(A) * op(B) [+ bias along columns] [+ C], for 2-D float tensors on one device;
+/// op(X) is X or its transpose. C must already have the result's shape. Shapes are the caller's
+/// responsibility (checked by the public operations).
+void gemm(const Tensor& A, bool transpose_a, const Tensor& B, bool transpose_b, const Tensor& C,
+          const Tensor* bias, bool accumulate);
+
+}  // namespace kten::detail

@@ -1,0 +1,150 @@
+// Linear, ReLU and Sequential: forward and backward on the parameters' device.
+#include <atomic>
+#include <cmath>
+
+#include <kten/nn/layers.hpp>
+#include <kten/ops.hpp>
+#include <kten/random.hpp>
+
+#include "../checks.hpp"
+#include "../elementwise.hpp"
+#include "../linalg.hpp"
+
+namespace kten::nn {
+
+namespace {
+std::atomic<std::uint64_t>& seed_counter() {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter;
+}
+
+void check_forward_done(const Tensor& input, const std::string& layer) {
+  if (!input.defined())
+    throw Error("kten: " + layer + " backward: no forward call to go back through");
+}
+}  // namespace
+
+std::uint64_t next_seed() { return seed_counter()++; }
+void manual_seed(std::uint64_t seed) { seed_counter() = seed; }
+
+// --- Linear ------------------------------------------------------------------------------------
+
+Linear::Linear(std::int64_t out_features, LinearOptions options)
+    : in_features_(-1), out_features_(out_features), options_(options),
+      seed_(options.seed ? *options.seed : next_seed()) {
+  if (out_features < 1) throw ShapeError("kten: Linear: out_features must be >= 1, got " + std::to_string(out_features));
+  weight_ = {{}, {}, {-1, out_features}, options_.dtype};
+  if (options_.bias) bias_ = {{}, {}, {out_features}, options_.dtype};
+}
+
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, LinearOptions options)
+    : Linear(out_features, options) {
+  if (in_features < 1) throw ShapeError("kten: Linear: in_features must be >= 1, got " + std::to_string(in_features));
+  initialise(in_features);
+}
+
+void Linear::initialise(std::int64_t in_features) {
+  in_features_ = in_features;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  const Device d = device();
+  weight_.expected = {in_features, out_features_};
+  weight_.value = uniform(weight_.expected, -bound, bound, d, seed_, options_.dtype);
+  weight_.grad = zeros(weight_.expected, d, options_.dtype);
+  if (options_.bias) {
+    // A second stream of the same seed: bias and weight never share numbers.
+    bias_.value = uniform({out_features_}, -bound, bound, d, seed_ ^ 0x9E3779B97F4A7C15ull, options_.dtype);
+    bias_.grad = zeros({out_features_}, d, options_.dtype);
+  }
+}
+
+void Linear::parameters_loaded() { in_features_ = weight_.value.shape()[0]; }
+
+std::vector<NamedParameter> Linear::named_parameters() {
+  std::vector<NamedParameter> out{{"weight", &weight_}};
+  if (options_.bias) out.push_back({"bias", &bias_});
+  return out;
+}
+
+Tensor Linear::forward(const Tensor& input) {
+  if (input.ndim() != 2)
+    throw ShapeError("kten: Linear forward: expects (batch, features), got shape " + shape_str(input.shape()));
+  if (in_features_ < 0) initialise(input.shape()[1]);
+  if (input.shape()[1] != in_features_)
+    throw ShapeError("kten: Linear forward: expects " + std::to_string(in_features_) + " input features, got shape " +
+                     shape_str(input.shape()));
+  if (input.dtype() != options_.dtype)
+    throw DTypeError(std::string("kten: Linear forward: the input is ") + dtype_name(input.dtype()) +
+                     " but the parameters are " + dtype_name(options_.dtype) + "; convert with .astype(...)");
+  input_ = input;
+  Tensor out = empty({input.shape()[0], out_features_}, input.device(), input.dtype());
+  detail::gemm(input, false, weight_.value, false, out, options_.bias ? &bias_.value : nullptr, false);
+  return out;
+}
+
+Tensor Linear::backward(const Tensor& grad_output) {
+  check_forward_done(input_, name());
+  detail::check_compatible("Linear backward", grad_output, input_);
+  if (grad_output.shape() != Shape{input_.shape()[0], out_features_})
+    throw ShapeError("kten: Linear backward: the gradient has shape " + shape_str(grad_output.shape()) +
+                     ", the output had shape " + shape_str({input_.shape()[0], out_features_}));
+  detail::gemm(input_, true, grad_output, false, weight_.grad, nullptr, true);  // dW += X^T dY
+  if (options_.bias) bias_.grad = bias_.grad + sum(grad_output, 0);              // db += sum_rows dY
+  Tensor grad_input = empty(input_.shape(), input_.device(), input_.dtype());
+  detail::gemm(grad_output, false, weight_.value, true, grad_input, nullptr, false);  // dX = dY W^T
+  return grad_input;
+}
+
+// --- ReLU --------------------------------------------------------------------------------------
+
+Tensor ReLU::forward(const Tensor& input) {
+  input_ = input;
+  return relu(input);
+}
+
+Tensor ReLU::backward(const Tensor& grad_output) {
+  check_forward_done(input_, name());
+  if (grad_output.shape() != input_.shape())
+    throw ShapeError("kten: ReLU backward: the gradient has shape " + shape_str(grad_output.shape()) +
+                     ", the output had shape " + shape_str(input_.shape()));
+  return detail::relu_grad(input_, grad_output);
+}
+
+// --- Sequential --------------------------------------------------------------------------------
+
+Module& Sequential::operator[](std::size_t i) {
+  if (i >= layers_.size())
+    throw Error("kten: Sequential: layer " + std::to_string(i) + " does not exist (size " +
+                std::to_string(layers_.size()) + ")");
+  return *layers_[i];
+}
+
+Tensor Sequential::forward(const Tensor& input) {
+  Tensor x = input;
+  for (auto& layer : layers_) x = (*layer)(x);
+  return x;
+}
+
+Tensor Sequential::backward(const Tensor& grad_output) {
+  Tensor g = grad_output;
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) g = (*it)->backward(g);
+  return g;
+}
+
+void Sequential::to(const Device& device) {
+  require_available(device);
+  for (auto& layer : layers_) layer->to(device);
+  set_device(device);
+}
+
+std::vector<NamedParameter> Sequential::named_parameters() {
+  std::vector<NamedParameter> out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    for (auto& [name, slot] : layers_[i]->named_parameters()) out.push_back({std::to_string(i) + "." + name, slot});
+  return out;
+}
+
+void Sequential::parameters_loaded() {
+  for (auto& layer : layers_) layer->parameters_loaded();
+}
+
+}  // namespace kten::nn

@@ -1,0 +1,29 @@
+// Losses, computed on the prediction's device.
+#include <kten/nn/loss.hpp>
+#include <kten/ops.hpp>
+
+#include "../checks.hpp"
+
+namespace kten::nn {
+
+namespace {
+void check_pair(const char* op, const Tensor& prediction, const Tensor& target) {
+  detail::check_compatible(op, prediction, target);
+  if (prediction.shape() != target.shape())
+    throw ShapeError(std::string("kten: ") + op + ": prediction " + shape_str(prediction.shape()) + " and target " +
+                     shape_str(target.shape()) + " differ; reshape one so they match (no silent broadcasting)");
+}
+}  // namespace
+
+Tensor MSELoss::operator()(const Tensor& prediction, const Tensor& target) const {
+  check_pair("MSELoss", prediction, target);
+  const Tensor diff = prediction - target;
+  return mean(diff * diff);
+}
+
+Tensor MSELoss::backward(const Tensor& prediction, const Tensor& target) const {
+  check_pair("MSELoss backward", prediction, target);
+  return (prediction - target) * (2.0 / static_cast<double>(prediction.numel()));
+}
+
+}  // namespace kten::nn

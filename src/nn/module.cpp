@@ -1,0 +1,44 @@
+// Module: device placement of parameters, gradients, and the input-device rule.
+#include <kten/nn/module.hpp>
+#include <kten/ops.hpp>
+
+#include "../checks.hpp"
+#include "../elementwise.hpp"
+
+namespace kten::nn {
+
+Tensor Module::operator()(const Tensor& input) {
+  detail::check_defined(input, (name() + " forward").c_str());
+  if (input.device() != device_)
+    throw DeviceMismatch("kten: " + name() + " forward: the input is on " + input.device().str() +
+                         " but the module's parameters are on " + device_.str() +
+                         "; kten never copies implicitly. Move the input with x.to(" + device_.str() +
+                         ") or the module with .to(" + input.device().str() + ")");
+  return forward(input);
+}
+
+void Module::to(const Device& device) {
+  require_available(device);
+  for (auto& [name, p] : named_parameters()) {
+    if (!p->value.defined()) continue;
+    p->value = p->value.to(device);
+    p->grad = p->grad.to(device);
+  }
+  device_ = device;
+}
+
+std::vector<NamedParameter> Module::named_parameters() { return {}; }
+
+std::vector<Tensor> Module::parameters() {
+  std::vector<Tensor> out;
+  for (auto& [name, p] : named_parameters())
+    if (p->value.defined()) out.push_back(p->value);
+  return out;
+}
+
+void Module::zero_grad() {
+  for (auto& [name, p] : named_parameters())
+    if (p->grad.defined()) detail::fill(p->grad, 0.0);
+}
+
+}  // namespace kten::nn

@@ -1,0 +1,211 @@
+// Module::save and Module::load: a device-independent, versioned, little-endian file.
+//
+//   "KTENPRM\n"  u32 version (1)  u32 count
+//   count x { u32 name length, name, u8 dtype (0 float32, 1 float64), u8 ndim, u64 extents[ndim],
+//             u64 byte count, little-endian element bytes }
+//   u64 FNV-1a checksum of every byte before it
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <kten/nn/module.hpp>
+#include <kten/ops.hpp>
+
+#include "../storage.hpp"
+
+namespace kten::nn {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'T', 'E', 'N', 'P', 'R', 'M', '\n'};
+constexpr std::uint32_t kVersion = 1;
+
+bool host_is_little_endian() {
+  const std::uint16_t probe = 1;
+  unsigned char first;
+  std::memcpy(&first, &probe, 1);
+  return first == 1;
+}
+
+std::uint64_t fnv1a(const unsigned char* p, std::size_t n) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+struct Writer {
+  std::vector<unsigned char> bytes;
+  void u(std::uint64_t v, int width) {
+    for (int i = 0; i < width; ++i) bytes.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  }
+  // Elements of `width` bytes, written little-endian whatever the host's order.
+  void elements(const void* data, std::size_t n, std::size_t width) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    const std::size_t start = bytes.size();
+    bytes.insert(bytes.end(), p, p + n * width);
+    if (!host_is_little_endian())
+      for (std::size_t e = start; e < bytes.size(); e += width) std::reverse(bytes.begin() + e, bytes.begin() + e + width);
+  }
+};
+
+struct Reader {
+  const std::vector<unsigned char>& bytes;
+  std::size_t end;  // the checksum's offset
+  std::size_t pos = 0;
+  const std::string& path;
+  void need(std::size_t n, const char* what) const {
+    if (pos + n > end)
+      throw FormatError("kten: load('" + path + "'): the file is truncated (or corrupted): it ends at byte " +
+                        std::to_string(end) + " while reading " + what);
+  }
+  std::uint64_t u(int width, const char* what) {
+    need(width, what);
+    std::uint64_t v = 0;
+    for (int i = 0; i < width; ++i) v |= static_cast<std::uint64_t>(bytes[pos + i]) << (8 * i);
+    pos += width;
+    return v;
+  }
+};
+
+struct Staged {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::vector<unsigned char> data;  // host-order element bytes
+};
+
+bool shape_fits(const Shape& expected, const Shape& found) {
+  if (expected.size() != found.size()) return false;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (expected[i] != -1 && expected[i] != found[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+void Module::save(const std::string& path) {
+  Writer w;
+  w.bytes.insert(w.bytes.end(), kMagic, kMagic + 8);
+  w.u(kVersion, 4);
+  const auto params = named_parameters();
+  w.u(params.size(), 4);
+  for (const auto& [name, slot] : params) {
+    if (!slot->value.defined())
+      throw Error("kten: save('" + path + "'): parameter '" + name +
+                  "' has no shape yet (a lazy layer that has not seen an input); run a forward pass first");
+    const Tensor& t = slot->value;
+    w.u(name.size(), 4);
+    w.bytes.insert(w.bytes.end(), name.begin(), name.end());
+    w.u(t.dtype() == DType::float32 ? 0 : 1, 1);
+    w.u(static_cast<std::uint64_t>(t.ndim()), 1);
+    for (auto e : t.shape()) w.u(static_cast<std::uint64_t>(e), 8);
+    w.u(t.nbytes(), 8);
+    if (t.dtype() == DType::float32) w.elements(t.to_vector<float>().data(), t.numel(), 4);
+    else w.elements(t.to_vector<double>().data(), t.numel(), 8);
+  }
+  w.u(fnv1a(w.bytes.data(), w.bytes.size()), 8);
+
+  // Atomic: write a temporary beside the target, flush it to disk, then rename over the target.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error("kten: save('" + path + "'): cannot create '" + tmp + "': " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < w.bytes.size()) {
+    const ssize_t n = ::write(fd, w.bytes.data() + done, w.bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  const bool ok = done == w.bytes.size() && ::fsync(fd) == 0;
+  const int saved_errno = errno;
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(ok ? errno : saved_errno);
+    std::remove(tmp.c_str());
+    throw Error("kten: save('" + path + "'): writing failed (" + reason + "); the previous file, if any, is intact");
+  }
+}
+
+void Module::load(const std::string& path, const Device& device) {
+  require_available(device);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FormatError("kten: load('" + path + "'): cannot open the file: " + std::strerror(errno));
+  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    throw FormatError("kten: load('" + path + "'): not a kten parameter file (no KTENPRM header)");
+  if (bytes.size() < 8 + 4 + 4 + 8)
+    throw FormatError("kten: load('" + path + "'): the file is truncated (" + std::to_string(bytes.size()) + " bytes)");
+  Reader r{bytes, bytes.size() - 8, 8, path};
+  const auto version = r.u(4, "the version");
+  if (version != kVersion)
+    throw FormatError("kten: load('" + path + "'): file format version " + std::to_string(version) +
+                      ", this kten reads version " + std::to_string(kVersion));
+  const auto count = r.u(4, "the parameter count");
+  std::vector<Staged> staged;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    Staged s;
+    const auto name_length = r.u(4, "a parameter name");
+    r.need(name_length, "a parameter name");
+    s.name.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + name_length);
+    r.pos += name_length;
+    const auto code = r.u(1, "a dtype");
+    if (code > 1)
+      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' has unknown dtype code " +
+                        std::to_string(code) + " (the file is corrupted)");
+    s.dtype = code == 0 ? DType::float32 : DType::float64;
+    const auto ndim = r.u(1, "a rank");
+    for (std::uint64_t d = 0; d < ndim; ++d) s.shape.push_back(static_cast<std::int64_t>(r.u(8, "a shape")));
+    const auto nbytes = r.u(8, "a byte count");
+    std::uint64_t expect = dtype_size(s.dtype);
+    for (auto e : s.shape) expect *= static_cast<std::uint64_t>(e);
+    if (nbytes != expect)
+      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' claims " + std::to_string(nbytes) +
+                        " bytes for shape " + shape_str(s.shape) + " (the file is corrupted)");
+    r.need(nbytes, "parameter data");
+    s.data.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + nbytes);
+    if (!host_is_little_endian())
+      for (std::size_t e = 0; e < s.data.size(); e += dtype_size(s.dtype))
+        std::reverse(s.data.begin() + e, s.data.begin() + e + dtype_size(s.dtype));
+    r.pos += nbytes;
+    staged.push_back(std::move(s));
+  }
+  if (r.pos != r.end)
+    throw FormatError("kten: load('" + path + "'): " + std::to_string(r.end - r.pos) +
+                      " unexpected bytes after the parameters (the file is corrupted)");
+  Reader tail{bytes, bytes.size(), bytes.size() - 8, path};
+  if (tail.u(8, "the checksum") != fnv1a(bytes.data(), bytes.size() - 8))
+    throw FormatError("kten: load('" + path + "'): checksum mismatch: the file is corrupted");
+
+  // The file is sound; does it fit this model?
+  auto params = named_parameters();
+  if (params.size() != staged.size())
+    throw FormatError("kten: load('" + path + "'): the file has " + std::to_string(staged.size()) +
+                      " parameters, the model has " + std::to_string(params.size()));
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = *params[i].slot;
+    const Staged& s = staged[i];
+    const Shape want = p.value.defined() ? p.value.shape() : p.expected;
+    if (s.name != params[i].name || s.dtype != p.dtype || !shape_fits(want, s.shape))
+      throw FormatError("kten: load('" + path + "'): parameter " + std::to_string(i) + " is '" + s.name + "' " +
+                        shape_str(s.shape) + " " + dtype_name(s.dtype) + " in the file but '" + params[i].name +
+                        "' " + shape_str(want) + " " + dtype_name(p.dtype) + " in the model");
+  }
+  // Build every tensor before touching the model, so a failure (out of memory) changes nothing.
+  std::vector<Tensor> values, grads;
+  for (const Staged& s : staged) {
+    values.push_back(detail::from_host(s.data.data(), s.shape, s.dtype, device));
+    grads.push_back(zeros(s.shape, device, s.dtype));
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    params[i].slot->value = values[i];
+    params[i].slot->grad = grads[i];
+  }
+  parameters_loaded();
+  to(device);
+}
+
+}  // namespace kten::nn

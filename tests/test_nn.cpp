@@ -1,0 +1,322 @@
+// Layers, gradients, training on a device, save and load.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "support.hpp"
+
+using namespace kten;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("kten-test-" + std::to_string(::getpid()) + "-" + name)).string();
+}
+
+std::vector<std::vector<double>> snapshot(nn::Module& m) {
+  std::vector<std::vector<double>> out;
+  for (const Tensor& p : m.parameters())
+    out.push_back(p.dtype() == float32 ? test::host_doubles<float>(p) : test::host_doubles<double>(p));
+  return out;
+}
+
+nn::Sequential small_mlp(DType dtype, std::uint64_t seed) {
+  nn::Sequential net;
+  net.add(nn::Linear(3, 5, {true, dtype, seed}));
+  net.add(nn::ReLU());
+  net.add(nn::Linear(5, 2, {true, dtype, seed + 1}));
+  return net;
+}
+
+}  // namespace
+
+TEST_CASE("a lazy Linear infers in_features at the first call, on the module's device", "[nn]") {
+  const Device d = test::device();
+  nn::Sequential net;
+  net.add(nn::Linear(1));
+  CHECK(net.size() == 1);
+  CHECK(net.parameters().empty());
+  net.to(d);
+  CHECK(net.device() == d);
+  auto X = rand({4, 3}, d, 1);
+  auto out = net(X);
+  CHECK(out.shape() == Shape{4, 1});
+  CHECK(out.device() == d);
+  REQUIRE(net.parameters().size() == 2);
+  CHECK(net.parameters()[0].device() == d);
+  CHECK(net.parameters()[0].shape() == Shape{3, 1});
+  CHECK(dynamic_cast<nn::Linear&>(net[0]).in_features() == 3);
+  CHECK_THROWS_AS(net(rand({4, 2}, d, 1)), ShapeError);
+  CHECK_THROWS_AS(net[1], Error);
+}
+
+TEST_CASE("Linear computes x W + b and initialises like PyTorch, reproducibly", "[nn]") {
+  const Device d = test::device();
+  nn::Linear a(4, 3, {true, float64, 7}), b(4, 3, {true, float64, 7}), c(4, 3, {true, float64, 8});
+  a.to(d);
+  CHECK(test::host_doubles<double>(a.weight()) == test::host_doubles<double>(b.weight()));
+  CHECK(test::host_doubles<double>(a.weight()) != test::host_doubles<double>(c.weight()));
+  for (double w : test::host_doubles<double>(a.weight())) CHECK(std::fabs(w) <= 0.5);  // 1/sqrt(4)
+  for (double w : test::host_doubles<double>(a.bias())) CHECK(std::fabs(w) <= 0.5);
+  auto X = randn({5, 4}, d, 3, float64);
+  const auto hx = test::host_doubles<double>(X), hw = test::host_doubles<double>(a.weight()),
+             hb = test::host_doubles<double>(a.bias());
+  std::vector<double> ref(15);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 3; ++j) {
+      ref[i * 3 + j] = hb[j];
+      for (int k = 0; k < 4; ++k) ref[i * 3 + j] += hx[i * 4 + k] * hw[k * 3 + j];
+    }
+  test::require_allclose<double>(a(X), ref);
+  nn::Linear no_bias(4, 3, {false, float64, 1});
+  CHECK(no_bias.parameters().size() == 1);
+  CHECK_THROWS_AS(a(randn({5, 4}, d, 3, float32)), DTypeError);
+}
+
+TEST_CASE("an input on another device than the parameters throws DeviceMismatch", "[nn][multidevice]") {
+  const Device d = test::device(), other = test::other_device();
+  nn::Sequential net;
+  net.add(nn::Linear(2));
+  net.to(d);
+  try {
+    net(ones({3, 2}, other));
+    FAIL("expected DeviceMismatch");
+  } catch (const DeviceMismatch& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find(d.str()) != std::string::npos);
+    CHECK(msg.find(other.str()) != std::string::npos);
+  }
+  net(ones({3, 2}, d));
+  net.to(other);
+  CHECK(net.parameters()[0].device() == other);
+  CHECK(net(ones({3, 2}, other)).device() == other);
+}
+
+TEST_CASE("backward matches finite differences in float64", "[nn][grad]") {
+  const Device d = test::device();
+  auto net = small_mlp(float64, 11);
+  net.to(d);
+  const auto X = randn({6, 3}, d, 21, float64), Y = randn({6, 2}, d, 22, float64);
+  nn::MSELoss loss;
+  auto loss_value = [&](const Tensor& x) { return loss(net(x), Y).item<double>(); };
+
+  net.zero_grad();
+  const Tensor prediction = net(X);
+  const Tensor grad_x = net.backward(loss.backward(prediction, Y));
+  const double h = 1e-6;
+  for (auto& [name, slot] : net.named_parameters()) {
+    CAPTURE(name);
+    const auto analytic = test::host_doubles<double>(slot->grad);
+    auto values = test::host_doubles<double>(slot->value);
+    std::vector<double> numeric(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const double keep = values[i];
+      values[i] = keep + h;
+      slot->value.copy_from(tensor(values, slot->value.shape()));
+      const double up = loss_value(X);
+      values[i] = keep - h;
+      slot->value.copy_from(tensor(values, slot->value.shape()));
+      const double down = loss_value(X);
+      values[i] = keep;
+      slot->value.copy_from(tensor(values, slot->value.shape()));
+      numeric[i] = (up - down) / (2 * h);
+    }
+    test::require_allclose(analytic, numeric, 1e-5, 1e-8);
+  }
+  auto xs = test::host_doubles<double>(X);
+  std::vector<double> numeric_x(xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    auto up = xs, down = xs;
+    up[i] += h, down[i] -= h;
+    numeric_x[i] = (loss_value(tensor(up, {6, 3}, d)) - loss_value(tensor(down, {6, 3}, d))) / (2 * h);
+  }
+  test::require_allclose(test::host_doubles<double>(grad_x), numeric_x, 1e-5, 1e-8);
+}
+
+TEST_CASE("gradients accumulate until zero_grad, and backward needs a forward", "[nn][grad]") {
+  const Device d = test::device();
+  nn::Linear layer(2, 1, {true, float64, 3});
+  layer.to(d);
+  CHECK_THROWS_AS(layer.backward(ones({1, 1}, d, float64)), Error);
+  const auto X = ones({1, 2}, d, float64);
+  layer(X);
+  layer.backward(ones({1, 1}, d, float64));
+  layer(X);
+  layer.backward(ones({1, 1}, d, float64));
+  CHECK(test::host_doubles<double>(layer.named_parameters()[0].slot->grad) == std::vector<double>{2, 2});
+  layer.zero_grad();
+  CHECK(test::host_doubles<double>(layer.named_parameters()[1].slot->grad) == std::vector<double>{0});
+}
+
+TEST_CASE("SGD applies lr and weight decay on the device", "[nn][optim]") {
+  const Device d = test::device();
+  nn::Linear layer(2, 1, {false, float64, 3});
+  layer.to(d);
+  const auto w0 = test::host_doubles<double>(layer.weight());
+  layer(tensor({{1.0, 2.0}}, d));
+  layer.backward(ones({1, 1}, d, float64));  // dW = x^T = [1, 2]
+  optim::SGD sgd(0.5f, 0.25f);
+  sgd.step(layer);
+  CHECK(layer.weight().device() == d);
+  test::require_allclose<double>(layer.weight(), {w0[0] - 0.5 * (1 + 0.25 * w0[0]), w0[1] - 0.5 * (2 + 0.25 * w0[1])},
+                                 1e-7, 1e-7);
+}
+
+TEST_CASE("SyntheticRegression batches are seeded, shuffled and made on the host", "[nn][data]") {
+  data::SyntheticRegression data({2.f, -3.4f}, 4.2f, 0.01f, 100, 50, 3);
+  CHECK(data.X().shape() == Shape{150, 2});
+  CHECK(data.X().device() == cpu());
+  const auto a = data.batches(true, 32, 0), b = data.batches(true, 32, 0), c = data.batches(true, 32, 1);
+  REQUIRE(a.size() == 4);
+  CHECK(a.back().X.shape() == Shape{4, 2});
+  CHECK(a[0].X.device() == cpu());
+  CHECK(a[0].X.to_vector<float>() == b[0].X.to_vector<float>());
+  CHECK(a[0].X.to_vector<float>() != c[0].X.to_vector<float>());
+  CHECK(data.batches(false, 32, 0).size() == 2);
+  // y = X w + b + small noise
+  const auto x = data.X().to_vector<float>(), y = data.y().to_vector<float>();
+  for (int i = 0; i < 150; ++i) CHECK(std::fabs(y[i] - (2 * x[2 * i] - 3.4 * x[2 * i + 1] + 4.2)) < 0.06);
+}
+
+TEST_CASE("the Trainer recovers d2l's w and b on its device, reading losses once per epoch", "[nn][trainer]") {
+  data::SyntheticRegression data({2.f, -3.4f}, 4.2f, 0.01f, 1000, 1000, 0);
+  nn::Sequential model;
+  model.add(nn::Linear(1));
+  optim::SGD sgd(0.03f);
+  Trainer trainer(3, 1);
+  CHECK(trainer.device() == try_gpu());
+  CHECK(trainer.device() == test::device());
+  std::ostringstream progress;
+  trainer.set_progress_stream(&progress);
+  reset_stats();
+  const auto reports = trainer.fit(model, nn::MSELoss(), sgd, data, 32);
+  const Stats s = stats();
+  REQUIRE(reports.size() == 3);
+  CHECK(s.host_syncs == 3);  // one read per epoch, never one per batch (32 batches per epoch)
+  if (trainer.device().is_gpu()) CHECK(s.host_to_device == 3 * 2 * (32 + 32) + 2);  // batches + one-hot slots
+  CAPTURE(reports[0].train_loss, reports[2].train_loss, reports[2].val_loss);
+  CHECK(reports[2].train_loss < reports[0].train_loss / 10);
+  CHECK(reports[2].val_loss < 1e-3);
+  CHECK(reports.back().samples_per_sec > 0);
+  CHECK(progress.str().find("epoch 3/3") != std::string::npos);
+  CHECK(progress.str().find(trainer.device().str()) != std::string::npos);
+  for (const Tensor& p : model.parameters()) CHECK(p.device() == trainer.device());
+  const auto w = model.parameters()[0].to_vector<float>();
+  const auto b = model.parameters()[1].item<float>();
+  CHECK(std::fabs(w[0] - 2.0) < 0.05);
+  CHECK(std::fabs(w[1] + 3.4) < 0.05);
+  CHECK(std::fabs(b - 4.2) < 0.05);
+}
+
+TEST_CASE("save then load restores parameters, into a lazy model too", "[nn][io]") {
+  const Device d = test::device();
+  const std::string path = temp_path("roundtrip.kten");
+  auto net = small_mlp(float32, 5);
+  net.to(d);
+  net.save(path);
+  auto other = small_mlp(float32, 99);
+  other.load(path, d);
+  CHECK(snapshot(other) == snapshot(net));
+  CHECK(other.parameters()[0].device() == d);
+
+  nn::Sequential lazy;
+  lazy.add(nn::Linear(5));
+  lazy.add(nn::ReLU());
+  lazy.add(nn::Linear(2));
+  lazy.load(path, d);
+  CHECK(snapshot(lazy) == snapshot(net));
+  auto X = rand({4, 3}, d, 1);
+  CHECK(lazy(X).to_vector<float>() == net(X).to_vector<float>());
+
+  nn::Sequential unshaped;
+  unshaped.add(nn::Linear(1));
+  CHECK_THROWS_AS(unshaped.save(path), Error);
+  CHECK(snapshot(other) == snapshot(net));  // the failed save left the file intact
+  std::remove(path.c_str());
+}
+
+TEST_CASE("save on one device, load on another", "[nn][io][multidevice]") {
+  const Device d = test::device(), other = test::other_device();
+  const std::string path = temp_path("devices.kten");
+  auto net = small_mlp(float64, 5);
+  net.to(d);
+  net.save(path);
+  auto copy = small_mlp(float64, 6);
+  copy.load(path, other);
+  CHECK(copy.device() == other);
+  for (const Tensor& p : copy.parameters()) CHECK(p.device() == other);
+  CHECK(snapshot(copy) == snapshot(net));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a malformed parameter file throws FormatError and leaves the model as it was", "[nn][io]") {
+  const Device d = test::device();
+  const std::string path = temp_path("good.kten"), bad = temp_path("bad.kten");
+  auto net = small_mlp(float32, 5);
+  net.to(d);
+  net.save(path);
+  std::ifstream in(path, std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto write = [&](const std::string& bytes) { std::ofstream(bad, std::ios::binary) << bytes; };
+  auto model = small_mlp(float32, 77);
+  model.to(d);
+  const auto before = snapshot(model);
+  auto expect_format_error = [&](const std::string& what, const std::string& needle) {
+    CAPTURE(what);
+    try {
+      model.load(bad, d);
+      FAIL("expected FormatError");
+    } catch (const FormatError& e) {
+      CAPTURE(e.what());
+      CHECK(std::string(e.what()).find(needle) != std::string::npos);
+    }
+    CHECK(snapshot(model) == before);
+  };
+  std::remove(bad.c_str());
+  expect_format_error("missing", "cannot open");
+  write(good.substr(0, good.size() / 2));
+  expect_format_error("truncated", "truncated");
+  std::string flipped = good;
+  flipped[good.size() - 12] ^= 0x40;  // inside the last parameter's values
+  write(flipped);
+  expect_format_error("corrupted values", "checksum");
+  flipped = good;
+  flipped[good.size() - 20] ^= 0x40;  // inside the last parameter's byte count
+  write(flipped);
+  expect_format_error("corrupted header", "corrupted");
+  write("not a parameter file at all");
+  expect_format_error("foreign", "not a kten parameter file");
+  std::string future = good;
+  future[8] = 2;
+  write(future);
+  expect_format_error("version", "version 2");
+  nn::Sequential fewer;
+  fewer.add(nn::Linear(3, 4));
+  fewer.save(bad);
+  expect_format_error("other parameter count", "the model has 4");
+  nn::Sequential wider;
+  wider.add(nn::Linear(3, 7));
+  wider.add(nn::ReLU());
+  wider.add(nn::Linear(7, 2));
+  wider.save(bad);
+  expect_format_error("other shapes", "in the model");
+  std::remove(path.c_str());
+  std::remove(bad.c_str());
+}
+
+TEST_CASE("save is atomic: a failed write keeps the old file and leaves no temporary", "[nn][io]") {
+  const Device d = test::device();
+  const std::string dir = temp_path("as-a-directory");
+  std::filesystem::create_directories(dir);
+  auto net = small_mlp(float32, 5);
+  net.to(d);
+  CHECK_THROWS_AS(net.save(dir), Error);  // rename over a directory fails
+  CHECK(std::filesystem::is_directory(dir));
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+    CHECK(entry.path().string().find("as-a-directory.tmp") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
