@@ -99,10 +99,27 @@ int main(int argc, char* argv[]) {
     std::cout << "Summed norm read once: " << log.item<float>() << " (now " << kten::stats().host_syncs
               << " sync, " << kten::stats().bytes_transferred() << " bytes moved)\n";
 
+    section("Neural networks and GPUs");
+    kten::nn::Sequential net;
+    net.add(kten::nn::Linear(1));  // in_features inferred at the first call (LazyLinear / Dense(1))
+    net.to(d);
+    auto out = net(X);
+    std::cout << "net = Sequential(Linear(1)), net.to(" << d << "), net(X):\n" << out << '\n';
+    std::cout << "The parameters live on " << net.parameters()[0].device() << ": weight "
+              << kten::shape_str(net.parameters()[0].shape()) << ", bias " << kten::shape_str(net.parameters()[1].shape())
+              << '\n';
+    if (other != d) {
+      try {
+        net(X.to(other));
+      } catch (const kten::DeviceMismatch& e) {
+        std::cout << "net(X.to(" << other << ")) -> kten::DeviceMismatch:\n  " << e.what() << '\n';
+      }
+    }
+
     section("Timing a large matmul");
     report_matmul(kten::cpu(), 512, 3);
-    if (d.is_gpu()) report_matmul(d, 2048, 10);
-    else std::cout << "  (no GPU here: the GPU line appears when one is present)\n";
+    if (d.is_gpu() && !kten::gpus_are_emulated()) report_matmul(d, 2048, 10);
+    else std::cout << "  (no real GPU here: the GPU line appears when one is present)\n";
   } catch (const kten::Error& e) {
     std::cerr << e.what() << '\n';
     return 1;

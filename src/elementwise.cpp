@@ -66,7 +66,7 @@ Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
     return bc;
   }
   if (rank > kMaxRank)
-    throw ShapeError(std::string("kten: ") + op + ": broadcasting supports up to " + std::to_string(kMaxRank) +
+    throw ShapeError("kten: " + op_name(op) + ": broadcasting supports up to " + std::to_string(kMaxRank) +
                      " dimensions, got " + shape_str(a) + " and " + shape_str(b));
   bc.index.rank = rank;
   std::int64_t sa = 1, sb = 1;
@@ -76,7 +76,7 @@ Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
     const std::int64_t ea = da >= 0 ? a[da] : 1;
     const std::int64_t eb = db >= 0 ? b[db] : 1;
     if (ea != eb && ea != 1 && eb != 1)
-      throw ShapeError(std::string("kten: ") + op + ": shapes " + shape_str(a) + " and " + shape_str(b) +
+      throw ShapeError("kten: " + op_name(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
                        " cannot be broadcast (axis " + std::to_string(d) + ": " + std::to_string(ea) +
                        " vs " + std::to_string(eb) + "); extents must match or be 1");
     const std::int64_t e = ea == 1 ? eb : ea;

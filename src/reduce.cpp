@@ -85,7 +85,7 @@ template <class Kind>
 Tensor reduce_all(const char* op, const Tensor& x) {
   check_defined(x, op);
   if (Kind::is_max && x.numel() == 0)
-    throw ShapeError(std::string("kten: ") + op + ": the tensor is empty (shape " + shape_str(x.shape()) +
+    throw ShapeError("kten: " + op_name(op) + ": the tensor is empty (shape " + shape_str(x.shape()) +
                      "), so it has no largest element");
   Tensor out = empty({}, x.device(), x.dtype());
   with_backend(x.device(), [&](auto be) {
@@ -106,7 +106,7 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis) {
   const int a = normalize_axis(op, x, axis);
   const Shape& s = x.shape();
   if (Kind::is_max && s[a] == 0)
-    throw ShapeError(std::string("kten: ") + op + ": axis " + std::to_string(axis) + " of shape " +
+    throw ShapeError("kten: " + op_name(op) + ": axis " + std::to_string(axis) + " of shape " +
                      shape_str(s) + " is empty, so it has no largest element");
   std::int64_t outer = 1, inner = 1;
   for (int d = 0; d < a; ++d) outer *= s[d];

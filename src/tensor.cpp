@@ -33,9 +33,9 @@ std::int64_t checked_numel(const Shape& shape, const char* op) {
   std::int64_t n = 1;
   for (auto e : shape) {
     if (e < 0)
-      throw ShapeError(std::string("kten: ") + op + ": negative extent in shape " + shape_str(shape));
+      throw ShapeError("kten: " + op_name(op) + ": negative extent in shape " + shape_str(shape));
     if (e != 0 && n > std::numeric_limits<std::int64_t>::max() / e)
-      throw ShapeError(std::string("kten: ") + op + ": shape " + shape_str(shape) +
+      throw ShapeError("kten: " + op_name(op) + ": shape " + shape_str(shape) +
                        " has more elements than fit in 64 bits");
     n *= e;
   }
@@ -119,7 +119,7 @@ void check_view_space(const Device& device, const ViewRequest& r, const char* op
   const bool host_memory = host_can_read(device);
   const bool fits = host_memory ? r.host_accessible : r.device_accessible;
   if (!fits)
-    throw Error(std::string("kten: ") + op + ": a View in " + r.memory_space +
+    throw Error("kten: " + op_name(op) + ": a View in " + r.memory_space +
                 " does not fit a tensor on " + device.str() + ", which uses " +
                 (host_memory ? "host memory (HostSpace)" : "GPU memory (CudaSpace)") +
                 "; deep_copy between the spaces, or use the matching device");
