@@ -31,8 +31,9 @@ info: build
 cuda:
 	$(MAKE) build PRESET=cuda
 
+# The perf suite on the default device; results (JSON, CSV, PNG plots) under build/<preset>/perf.
 perf: build
-	cmake --build --preset $(PRESET) --target perf-run
+	OMP_PROC_BIND=$${OMP_PROC_BIND:-spread} OMP_PLACES=$${OMP_PLACES:-threads} $(BUILD)/perf/kten-perf --out $(BUILD)/perf $(ARGS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -128,6 +128,12 @@ void fill(const Tensor& t, double value) {
   });
 }
 
+template <class Backend, class T>
+void fma_kernel(const Backend& be, const T* a, const T* b, const T* c, T* out, std::int64_t n) {
+  Kokkos::parallel_for("kten::fma", Kokkos::RangePolicy<typename Backend::execution_space>(be.space, 0, n),
+                       KOKKOS_LAMBDA(std::int64_t i) { out[i] = compat::fma(a[i], b[i], c[i]); });
+}
+
 struct ReluGrad {
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x > T(0) ? g : T(0); }
 };
@@ -174,6 +180,23 @@ Tensor operator*(double s, const Tensor& a) { return scalar_map<MulScalar>("kten
 Tensor operator/(const Tensor& a, double s) { return scalar_map<DivScalar>("kten::div_scalar", a, s); }
 Tensor operator/(double s, const Tensor& a) { return scalar_map<ScalarDiv>("kten::rdiv_scalar", a, s); }
 Tensor operator-(const Tensor& a) { return neg(a); }
+
+Tensor fma(const Tensor& a, const Tensor& b, const Tensor& c) {
+  check_compatible("kten::fma", a, b);
+  check_compatible("kten::fma", a, c);
+  if (a.shape() != b.shape() || a.shape() != c.shape())
+    throw ShapeError("kten: fma: shapes " + shape_str(a.shape()) + ", " + shape_str(b.shape()) + " and " +
+                     shape_str(c.shape()) + " differ; fma needs equal shapes (use a * b + c to broadcast)");
+  Tensor out = empty(a.shape(), a.device(), a.dtype());
+  with_backend(a.device(), [&](auto be) {
+    with_dtype(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      fma_kernel(be, static_cast<const T*>(a.data()), static_cast<const T*>(b.data()), static_cast<const T*>(c.data()),
+                 static_cast<T*>(out.data()), a.numel());
+    });
+  });
+  return out;
+}
 
 template <class Op>
 static Tensor unary(const char* label, const Tensor& x) {

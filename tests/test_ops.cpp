@@ -212,3 +212,17 @@ TEST_CASE("the DESIGN example computes on one device", "[ops]") {
   for (double y : hy) sq += std::exp(6.0) * y * y;
   CHECK(std::fabs(n2.item<float>() - std::sqrt(sq)) < 1e-4 * std::sqrt(sq));
 }
+
+TEMPLATE_TEST_CASE("fma computes a * b + c in one pass", "[ops]", float, double) {
+  const Device d = test::device();
+  const DType t = dtype_of<TestType>();
+  auto a = uniform({37, 3}, -2.0, 2.0, d, 1, t), b = uniform({37, 3}, -2.0, 2.0, d, 2, t),
+       c = uniform({37, 3}, -2.0, 2.0, d, 3, t);
+  const auto ha = host_doubles<TestType>(a), hb = host_doubles<TestType>(b), hc = host_doubles<TestType>(c);
+  std::vector<double> ref(ha.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = ha[i] * hb[i] + hc[i];
+  auto out = kten::fma(a, b, c);
+  CHECK(out.device() == d);
+  require_allclose<TestType>(out, ref);
+  CHECK_THROWS_AS(kten::fma(a, b, ones({3}, d, t)), ShapeError);
+}

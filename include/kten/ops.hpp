@@ -34,6 +34,10 @@ Tensor operator/(double s, const Tensor& a);
 /// \brief -a, elementwise.
 Tensor operator-(const Tensor& a);
 
+/// \brief a * b + c in one pass over memory (one kernel, one rounding); shapes must be equal.
+/// Writing `a * b + c` makes two passes and a temporary, as in PyTorch (torch.addcmul fuses).
+Tensor fma(const Tensor& a, const Tensor& b, const Tensor& c);
+
 /// \brief Elementwise e^x.
 Tensor exp(const Tensor& x);
 /// \brief Elementwise natural logarithm.

@@ -2,6 +2,8 @@
 /// \file kokkos_compat.hpp
 /// \brief Every difference between Kokkos 3.4 and Kokkos 4.x/5.x that kten meets, in one place.
 
+#include <cmath>
+
 #include <Kokkos_Core.hpp>
 
 namespace kten::detail::compat {
@@ -15,6 +17,27 @@ inline constexpr int kokkos_version = KOKKOS_VERSION;
 namespace math = ::Kokkos;
 #else
 namespace math = ::Kokkos::Experimental;
+#endif
+
+/// \brief Fused multiply-add a * b + c with one rounding, in host and device code. kten builds
+/// in ISO C++ mode, where GCC does not contract a * b + c on its own; CUDA provides fma itself.
+template <class T>
+KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
+#if defined(__CUDA_ARCH__)
+  return ::fma(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+/// \brief Fully unrolls the next loop (constant trip count): GCC only vectorizes register-blocked
+/// micro-kernels once they are unrolled.
+#if defined(__CUDA_ARCH__) || defined(__clang__)
+#define KTEN_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define KTEN_UNROLL _Pragma("GCC unroll 32")
+#else
+#define KTEN_UNROLL
 #endif
 
 /// \brief Host threads of the default host execution space (static in 3.x, a member in 4.x).

@@ -1,0 +1,86 @@
+// cuBLAS baseline for the perf suite, loaded with dlopen: the GPU machines carry cuBLAS 13 while
+// Debian builds with CUDA 11.8, so nothing links against a particular cuBLAS.
+#include "cublas_baseline.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#ifdef KOKKOS_ENABLE_CUDA
+#include <dlfcn.h>
+#endif
+
+namespace kten::detail {
+
+#ifdef KOKKOS_ENABLE_CUDA
+namespace {
+using Handle = void*;
+using CreateFn = int (*)(Handle*);
+using SetStreamFn = int (*)(Handle, cudaStream_t);
+using SetMathModeFn = int (*)(Handle, int);
+using SgemmFn = int (*)(Handle, int, int, int, int, int, const float*, const float*, int, const float*, int,
+                        const float*, float*, int);
+using DgemmFn = int (*)(Handle, int, int, int, int, int, const double*, const double*, int, const double*, int,
+                        const double*, double*, int);
+
+struct Cublas {
+  Handle handle = nullptr;
+  SgemmFn sgemm = nullptr;
+  DgemmFn dgemm = nullptr;
+  std::string error;
+};
+
+const Cublas& cublas() {
+  static const Cublas lib = [] {
+    Cublas c;
+    void* so = nullptr;
+    for (const char* name : {"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"})
+      if ((so = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    if (!so) {
+      c.error = "libcublas.so not found (set LD_LIBRARY_PATH to the CUDA libraries)";
+      return c;
+    }
+    auto create = reinterpret_cast<CreateFn>(dlsym(so, "cublasCreate_v2"));
+    auto set_stream = reinterpret_cast<SetStreamFn>(dlsym(so, "cublasSetStream_v2"));
+    auto set_math = reinterpret_cast<SetMathModeFn>(dlsym(so, "cublasSetMathMode"));
+    c.sgemm = reinterpret_cast<SgemmFn>(dlsym(so, "cublasSgemm_v2"));
+    c.dgemm = reinterpret_cast<DgemmFn>(dlsym(so, "cublasDgemm_v2"));
+    if (!create || !set_stream || !set_math || !c.sgemm || !c.dgemm || create(&c.handle) != 0) {
+      c.error = "libcublas.so lacks the expected entry points or cublasCreate failed";
+      c.handle = nullptr;
+      return c;
+    }
+    set_stream(c.handle, Kokkos::Cuda().cuda_stream());
+    set_math(c.handle, 0);  // CUBLAS_DEFAULT_MATH: no TF32 for sgemm
+    return c;
+  }();
+  return lib;
+}
+}  // namespace
+
+bool cublas_available(std::string* why) {
+  if (!cublas().handle && why) *why = cublas().error;
+  return cublas().handle != nullptr;
+}
+
+// Row-major C = A B is column-major C^T = B^T A^T: pass B first.
+template <>
+void cublas_gemm<float>(const float* A, const float* B, float* C, long m, long n, long k) {
+  const float one = 1, zero = 0;
+  cublas().sgemm(cublas().handle, 0, 0, int(n), int(m), int(k), &one, B, int(n), A, int(k), &zero, C, int(n));
+}
+template <>
+void cublas_gemm<double>(const double* A, const double* B, double* C, long m, long n, long k) {
+  const double one = 1, zero = 0;
+  cublas().dgemm(cublas().handle, 0, 0, int(n), int(m), int(k), &one, B, int(n), A, int(k), &zero, C, int(n));
+}
+#else
+bool cublas_available(std::string* why) {
+  if (why) *why = "host-only build";
+  return false;
+}
+template <class T>
+void cublas_gemm(const T*, const T*, T*, long, long, long) {}
+template void cublas_gemm<float>(const float*, const float*, float*, long, long, long);
+template void cublas_gemm<double>(const double*, const double*, double*, long, long, long);
+#endif
+
+}  // namespace kten::detail

@@ -1,0 +1,429 @@
+// kten-perf: kten's kernels side by side with the vendor libraries, measured in one run, and the
+// "GPUs" chapter's exercises. Writes under --out: perf.json (Google Benchmark), summary.json (one
+// ratio per target), results.csv, gemm.png and bandwidth.png (gnuplot), and prints a table.
+//
+//   kten-perf [--quick] [--device cpu|gpu] [--out DIR] [Google Benchmark flags]
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <kten/kten.hpp>
+
+#include "../backends/cuda/cublas_baseline.hpp"
+
+namespace {
+
+using kten::Device;
+using kten::Tensor;
+
+struct Config {
+  bool quick = false;
+  Device device = kten::cpu();
+  std::string out = ".";
+};
+Config config;
+
+// --- what the runs measured, by benchmark name ----------------------------------------------------
+
+struct Measured {
+  double seconds = 0;  // real time per iteration
+  double items = 0;    // counters reported by the benchmark (flops or bytes per iteration)
+};
+std::map<std::string, Measured> results;
+
+class Recorder : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& run : runs) {
+      if (run.error_occurred) continue;
+      Measured m;
+      m.seconds = run.GetAdjustedRealTime() * 1e-9;  // the time unit below is nanoseconds
+      auto it = run.counters.find("work");
+      if (it != run.counters.end()) m.items = it->second.value;
+      results[run.benchmark_name()] = m;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+};
+
+// Every timed body fences the device before the clock is read.
+template <class F>
+void timed(benchmark::State& state, const Device& d, double work, F body) {
+  body();  // warm-up: allocations, first-touch, lazy init
+  kten::synchronize(d);
+  for (auto _ : state) {
+    body();
+    kten::synchronize(d);
+  }
+  state.counters["work"] = work;
+  state.counters["rate"] = benchmark::Counter(work * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+// --- GEMM: kten vs OpenBLAS (cpu) or cuBLAS (gpu) ---------------------------------------------------
+
+template <class T>
+void vendor_gemm(const Tensor& A, const Tensor& B, const Tensor& C, long n) {
+  if (A.device().is_cpu()) {
+    const T* a = static_cast<const T*>(A.data());
+    const T* b = static_cast<const T*>(B.data());
+    T* c = static_cast<T*>(C.data());
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a, n, b, n, 0.f, c, n);
+    else
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+  } else {
+    kten::detail::cublas_gemm<T>(static_cast<const T*>(A.data()), static_cast<const T*>(B.data()),
+                                 static_cast<T*>(C.data()), n, n, n);
+  }
+}
+
+template <class T>
+void register_gemm(std::int64_t n) {
+  const Device d = config.device;
+  const auto dtype = kten::dtype_of<T>();
+  const std::string suffix = std::string(kten::dtype_name(dtype)) + "/" + std::to_string(n);
+  const double flops = 2.0 * n * n * n;
+  benchmark::RegisterBenchmark(("gemm/kten/" + suffix).c_str(), [=](benchmark::State& state) {
+    auto A = kten::rand({n, n}, d, 1, dtype), B = kten::rand({n, n}, d, 2, dtype);
+    timed(state, d, flops, [&] { kten::matmul(A, B); });
+  });
+  std::string why;
+  if (d.is_gpu() && !kten::detail::cublas_available(&why)) {
+    std::cout << "cuBLAS baseline unavailable: " << why << '\n';
+    return;
+  }
+  benchmark::RegisterBenchmark(("gemm/vendor/" + suffix).c_str(), [=](benchmark::State& state) {
+    auto A = kten::rand({n, n}, d, 1, dtype), B = kten::rand({n, n}, d, 2, dtype);
+    auto C = kten::empty({n, n}, d, dtype);
+    timed(state, d, flops, [&] { vendor_gemm<T>(A, B, C, n); });
+  });
+}
+
+// --- bandwidth: elementwise and reductions vs a plain device copy -----------------------------------
+
+void register_bandwidth() {
+  const Device d = config.device;
+  const std::int64_t n = config.quick ? (1 << 20) : (1 << 26);
+  const double bytes = 4.0 * n;
+  benchmark::RegisterBenchmark("bandwidth/copy", [=](benchmark::State& state) {
+    // Kokkos' own deep_copy between two Views of the device: the memcpy / cudaMemcpy baseline.
+    auto src = kten::rand({n}, d, 1), dst = kten::empty({n}, d);
+    timed(state, d, 2 * bytes, [&] { dst.copy_from(src); });
+  });
+  benchmark::RegisterBenchmark("bandwidth/fma", [=](benchmark::State& state) {
+    auto a = kten::rand({n}, d, 1), b = kten::rand({n}, d, 2), c = kten::rand({n}, d, 3);
+    timed(state, d, 4 * bytes, [&] { kten::fma(a, b, c); });
+  });
+  benchmark::RegisterBenchmark("bandwidth/a*b+c", [=](benchmark::State& state) {
+    auto a = kten::rand({n}, d, 1), b = kten::rand({n}, d, 2), c = kten::rand({n}, d, 3);
+    timed(state, d, 4 * bytes, [&] { a * b + c; });  // useful bytes; it moves 6n floats
+  });
+  benchmark::RegisterBenchmark("bandwidth/exp", [=](benchmark::State& state) {
+    auto a = kten::rand({n}, d, 1);
+    timed(state, d, 2 * bytes, [&] { kten::exp(a); });
+  });
+  benchmark::RegisterBenchmark("bandwidth/sum", [=](benchmark::State& state) {
+    auto a = kten::rand({n}, d, 1);
+    timed(state, d, bytes, [&] { kten::sum(a); });
+  });
+  benchmark::RegisterBenchmark("bandwidth/norm", [=](benchmark::State& state) {
+    auto a = kten::rand({n}, d, 1);
+    timed(state, d, bytes, [&] { kten::norm(a); });
+  });
+}
+
+// --- Linear forward (GEMM + bias) vs the GEMM alone -------------------------------------------------
+
+void register_linear() {
+  const Device d = config.device;
+  const std::int64_t batch = config.quick ? 128 : 1024, in = config.quick ? 128 : 1024, out = in;
+  const double flops = 2.0 * batch * in * out;
+  benchmark::RegisterBenchmark("linear/forward", [=](benchmark::State& state) {
+    kten::nn::Linear layer(in, out, {true, kten::float32, 1});
+    layer.to(d);
+    auto X = kten::rand({batch, in}, d, 2);
+    timed(state, d, flops, [&] { layer(X); });
+  });
+  benchmark::RegisterBenchmark("linear/gemm", [=](benchmark::State& state) {
+    auto X = kten::rand({batch, in}, d, 2), W = kten::rand({in, out}, d, 3);
+    timed(state, d, flops, [&] { kten::matmul(X, W); });
+  });
+}
+
+// --- the chapter's exercises ----------------------------------------------------------------------
+
+double seconds_of(const std::function<void()>& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string exercise_matmul_sizes(std::ostream& os) {
+  std::ostringstream json;
+  os << "\nExercise 1: a large and a small matmul on each device\n";
+  json << "[";
+  bool first = true;
+  for (const Device& d : {kten::cpu(), kten::try_gpu()}) {
+    if (!first && d == kten::cpu()) break;  // no GPU: the CPU line is all there is
+    for (std::int64_t n : {std::int64_t(16), std::int64_t(config.quick ? 256 : 1024)}) {
+      auto A = kten::rand({n, n}, d, 1), B = kten::rand({n, n}, d, 2);
+      kten::matmul(A, B);
+      kten::synchronize(d);
+      const int reps = n <= 16 ? 1000 : 3;
+      const double s = seconds_of([&] {
+        for (int r = 0; r < reps; ++r) kten::matmul(A, B);
+        kten::synchronize(d);
+      }) / reps;
+      os << "  " << d << "  n = " << std::setw(4) << n << ": " << std::setw(10) << s * 1e6 << " us  ("
+         << 2.0 * n * n * n / s / 1e9 << " GFLOP/s)\n";
+      json << (first ? "" : ",") << "{\"device\":\"" << d << "\",\"n\":" << n << ",\"seconds\":" << s << "}";
+      first = false;
+    }
+  }
+  if (kten::num_gpus() == 0)
+    os << "  no GPU here: on a GPU machine the large product runs far faster there, while the 16x16 one\n"
+          "  is faster on the CPU, where there is no kernel launch or PCIe latency to pay.\n";
+  json << "]";
+  return json.str();
+}
+
+std::string exercise_norm_logging(std::ostream& os) {
+  const Device d = config.device;
+  const int steps = config.quick ? 100 : 1000;
+  const std::int64_t n = 100;
+  auto A = kten::rand({n, n}, d, 1), B = kten::rand({n, n}, d, 2);
+  kten::synchronize(d);
+  float sink = 0;
+  const double per_step = seconds_of([&] {  // read each norm to the host: one sync per step
+    for (int s = 0; s < steps; ++s) sink += kten::norm(kten::matmul(A, B)).item<float>();
+  });
+  const double device_log = seconds_of([&] {  // log on the device, read once
+    auto log = kten::zeros({steps}, d);
+    std::vector<Tensor> norms;
+    for (int s = 0; s < steps; ++s) norms.push_back(kten::norm(kten::matmul(A, B)));
+    Tensor total = kten::zeros({}, d);
+    for (const auto& v : norms) total = total + v;
+    sink += total.item<float>();
+  });
+  auto stacked = kten::rand({steps * n, n}, d, 3);  // 1000 left operands, one after the other
+  kten::synchronize(d);
+  const double batched = seconds_of([&] {  // all products in one kernel, all norms in one reduction
+    auto norms = kten::norm(kten::matmul(stacked, B).reshape({steps, n * n}), 1);
+    sink += norms.to_vector<float>()[0];
+  });
+  os << "\nExercise 2: " << steps << " matmuls of 100x100 on " << d << ", logging the Frobenius norm\n"
+     << "  read to the host every step : " << per_step * 1e3 << " ms\n"
+     << "  kept on the device, read once: " << device_log * 1e3 << " ms\n"
+     << "  one batched kernel            : " << batched * 1e3 << " ms\n";
+  if (sink == 12345.f) os << ' ';  // keep the work observable
+  std::ostringstream json;
+  json << "{\"device\":\"" << d << "\",\"steps\":" << steps << ",\"read_every_step_s\":" << per_step
+       << ",\"device_log_s\":" << device_log << ",\"batched_s\":" << batched << "}";
+  return json.str();
+}
+
+std::string exercise_two_devices(std::ostream& os) {
+  os << "\nExercise 3: two matmuls on two devices at once versus one after the other\n";
+  if (kten::num_gpus() == 0 || kten::gpus_are_emulated()) {
+    os << "  not applicable: this machine has one device (the CPU), so there is nothing to overlap.\n";
+    return "{\"applicable\":false,\"reason\":\"one device (no GPU)\"}";
+  }
+  const std::int64_t n = config.quick ? 256 : 1024;
+  const Device c = kten::cpu(), g = kten::gpu(0);
+  auto Ac = kten::rand({n, n}, c, 1), Ag = kten::rand({n, 4 * n}, g, 1), Bg = kten::rand({4 * n, n}, g, 2);
+  auto sequential = [&] {
+    kten::matmul(Ag, Bg);
+    kten::synchronize(g);
+    kten::matmul(Ac, Ac);
+    kten::synchronize(c);
+  };
+  auto overlapped = [&] {  // operations do not fence: the GPU works while the CPU computes
+    kten::matmul(Ag, Bg);
+    kten::matmul(Ac, Ac);
+    kten::synchronize(c);
+    kten::synchronize(g);
+  };
+  sequential();
+  const double s = seconds_of(sequential), o = seconds_of(overlapped);
+  os << "  cpu(0) and gpu(0), one after the other: " << s * 1e3 << " ms; at once: " << o * 1e3
+     << " ms; speed-up " << s / o << "x\n";
+  std::ostringstream json;
+  json << "{\"applicable\":true,\"sequential_s\":" << s << ",\"overlapped_s\":" << o << ",\"speedup\":" << s / o << "}";
+  return json.str();
+}
+
+// --- summary, CSV, plots ----------------------------------------------------------------------------
+
+double rate(const std::string& name) {
+  auto it = results.find(name);
+  return it == results.end() || it->second.seconds <= 0 ? 0 : it->second.items / it->second.seconds;
+}
+
+std::string machine_json() {
+  std::ostringstream os;
+  os << "{\"cpu\":\"" << kten::cpu_model() << "\",\"host_threads\":" << kten::host_threads() << ",\"gpus\":[";
+  bool first = true;
+  for (const auto& g : kten::gpu_properties()) {
+    os << (first ? "" : ",") << "\"" << g.name << "\"";
+    first = false;
+  }
+  os << "],\"device\":\"" << config.device << "\",\"kokkos\":\"" << kten::kokkos_version() << "\",\"backends\":[";
+  first = true;
+  for (const auto& b : kten::enabled_backends()) {
+    os << (first ? "" : ",") << "\"" << b << "\"";
+    first = false;
+  }
+  os << "],\"kten\":\"" << kten::version() << "\",\"git\":\"" << KTEN_GIT_HASH << "\",\"quick\":"
+     << (config.quick ? "true" : "false") << "}";
+  return os.str();
+}
+
+struct Row {
+  std::string key, what, target;
+  double value;  // 0: not measured
+};
+
+void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>& sizes,
+                   const std::string& exercises_json) {
+  namespace fs = std::filesystem;
+  const fs::path out(config.out);
+  {
+    std::ofstream js(out / "summary.json");
+    js << "{\n  \"machine\": " << machine_json() << ",\n  \"ratios\": {";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      js << (i ? "," : "") << "\n    \"" << rows[i].key << "\": ";
+      if (rows[i].value > 0) js << rows[i].value;
+      else js << "null";
+    }
+    js << "\n  },\n  \"targets\": {";
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      js << (i ? "," : "") << "\n    \"" << rows[i].key << "\": \"" << rows[i].target << "\"";
+    js << "\n  },\n  \"exercises\": " << exercises_json << "\n}\n";
+  }
+  {
+    std::ofstream csv(out / "results.csv");
+    csv << "benchmark,seconds_per_iteration,work_per_iteration,rate_per_second\n";
+    for (const auto& [name, m] : results)
+      csv << name << ',' << m.seconds << ',' << m.items << ',' << (m.seconds > 0 ? m.items / m.seconds : 0) << '\n';
+  }
+  {
+    std::ofstream dat(out / "gemm.dat");
+    dat << "# n kten_f32 vendor_f32 kten_f64 vendor_f64 (GFLOP/s)\n";
+    for (auto n : sizes) {
+      const std::string s = "/" + std::to_string(n);
+      dat << n << ' ' << rate("gemm/kten/float32" + s) / 1e9 << ' ' << rate("gemm/vendor/float32" + s) / 1e9 << ' '
+          << rate("gemm/kten/float64" + s) / 1e9 << ' ' << rate("gemm/vendor/float64" + s) / 1e9 << '\n';
+    }
+    std::ofstream bw(out / "bandwidth.dat");
+    int i = 0;
+    for (const char* k : {"copy", "fma", "a*b+c", "exp", "sum", "norm"})
+      bw << i++ << " \"" << k << "\" " << rate(std::string("bandwidth/") + k) / 1e9 << '\n';
+    const std::string vendor = config.device.is_cpu() ? "OpenBLAS" : "cuBLAS";
+    std::ofstream gp(out / "plots.gp");
+    gp << "set terminal pngcairo size 900,560\nset grid\nset key outside right\n"
+       << "set output '" << (out / "gemm.png").string() << "'\n"
+       << "set title 'matmul on " << config.device << " (" << kten::cpu_model() << ")'\n"
+       << "set xlabel 'n (n x n times n x n)'\nset ylabel 'GFLOP/s'\nset logscale x 2\n"
+       << "plot '" << (out / "gemm.dat").string() << "' using 1:2 with linespoints title 'kten float32', "
+       << "'' using 1:3 with linespoints title '" << vendor << " sgemm', "
+       << "'' using 1:4 with linespoints title 'kten float64', '' using 1:5 with linespoints title '" << vendor
+       << " dgemm'\n"
+       << "unset logscale x\nset output '" << (out / "bandwidth.png").string() << "'\n"
+       << "set title 'memory-bound operations on " << config.device << ", " << (config.quick ? "2^20" : "2^26")
+       << " float32'\nset ylabel 'GB/s (useful bytes)'\nset xlabel ''\nset style fill solid 0.6\nset boxwidth 0.6\n"
+       << "set yrange [0:*]\nplot '" << (out / "bandwidth.dat").string() << "' using 1:3:xtic(2) with boxes notitle\n";
+  }
+  const std::string cmd = std::string(KTEN_GNUPLOT) + " '" + (out / "plots.gp").string() + "'";
+  if (std::system(cmd.c_str()) != 0) std::cout << "gnuplot failed: " << cmd << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  kten::ScopeGuard guard(argc, argv);
+  std::vector<char*> args{argv[0]};
+  std::vector<std::string> owned;
+  config.device = kten::try_gpu();
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") config.quick = true;
+    else if (a == "--device" && i + 1 < argc) config.device = std::string(argv[++i]) == "cpu" ? kten::cpu() : kten::gpu();
+    else if (a == "--out" && i + 1 < argc) config.out = argv[++i];
+    else args.push_back(argv[i]);
+  }
+  kten::require_available(config.device);
+  std::filesystem::create_directories(config.out);
+  owned.push_back("--benchmark_out=" + (std::filesystem::path(config.out) / "perf.json").string());
+  owned.push_back("--benchmark_out_format=json");
+  if (config.quick) owned.push_back("--benchmark_min_time=0.01");
+  for (auto& s : owned) args.push_back(s.data());
+  int bargc = static_cast<int>(args.size());
+  benchmark::Initialize(&bargc, args.data());
+  benchmark::AddCustomContext("kten_machine", machine_json());
+
+  const std::vector<std::int64_t> sizes =
+      config.quick ? std::vector<std::int64_t>{64, 128} : std::vector<std::int64_t>{256, 512, 1024, 2048};
+  for (auto n : sizes) register_gemm<float>(n);
+  for (auto n : sizes) register_gemm<double>(n);
+  register_bandwidth();
+  register_linear();
+
+  Recorder recorder;
+  recorder.SetOutputStream(&std::cout);
+  benchmark::RunSpecifiedBenchmarks(&recorder);
+
+  std::ostringstream exercises;
+  exercises << "{\"matmul_sizes\":" << exercise_matmul_sizes(std::cout)
+            << ",\"norm_logging\":" << exercise_norm_logging(std::cout)
+            << ",\"two_devices\":" << exercise_two_devices(std::cout) << "}";
+
+  // One ratio per target row, measured in this run on this machine.
+  const std::int64_t big = sizes.back();
+  auto ratio = [](double a, double b) { return a > 0 && b > 0 ? a / b : 0.0; };
+  auto seconds = [](const std::string& name) { return results.count(name) ? results[name].seconds : 0.0; };
+  const std::string b = "/" + std::to_string(big);
+  const std::string vendor = config.device.is_cpu() ? "OpenBLAS" : "cuBLAS";
+  std::vector<Row> rows = {
+      {"gemm_f32_vs_blas", "matmul float32, n=" + std::to_string(big) + ", vs " + vendor,
+       config.device.is_cpu() ? ">= 0.50" : ">= 0.70", ratio(rate("gemm/kten/float32" + b), rate("gemm/vendor/float32" + b))},
+      {"gemm_f64_vs_blas", "matmul float64, n=" + std::to_string(big) + ", vs " + vendor,
+       config.device.is_cpu() ? ">= 0.50" : ">= 0.70", ratio(rate("gemm/kten/float64" + b), rate("gemm/vendor/float64" + b))},
+      {"elementwise_f32_vs_copy", "fma(a, b, c) bandwidth vs copy", config.device.is_cpu() ? ">= 0.80" : ">= 0.85",
+       ratio(rate("bandwidth/fma"), rate("bandwidth/copy"))},
+      {"elementwise_unfused_f32_vs_copy", "a * b + c (two kernels) vs copy", "(informative)",
+       ratio(rate("bandwidth/a*b+c"), rate("bandwidth/copy"))},
+      {"exp_f32_vs_copy", "exp bandwidth vs copy", config.device.is_cpu() ? ">= 0.80" : ">= 0.85",
+       ratio(rate("bandwidth/exp"), rate("bandwidth/copy"))},
+      {"sum_f32_vs_copy", "sum bandwidth vs copy", ">= 0.80", ratio(rate("bandwidth/sum"), rate("bandwidth/copy"))},
+      {"norm_f32_vs_copy", "norm bandwidth vs copy", ">= 0.80", ratio(rate("bandwidth/norm"), rate("bandwidth/copy"))},
+      {"linear_vs_gemm", "Linear forward time / GEMM time", "<= 1.05",
+       ratio(seconds("linear/forward"), seconds("linear/gemm"))},
+  };
+  write_outputs(rows, sizes, exercises.str());
+
+  std::cout << "\n" << std::left << std::setw(34) << "ratio" << std::setw(10) << "measured" << std::setw(16)
+            << "target" << "what\n";
+  for (const auto& r : rows) {
+    std::ostringstream v;
+    if (r.value > 0) v << std::fixed << std::setprecision(2) << r.value;
+    else v << "n/a";
+    std::cout << std::setw(34) << r.key << std::setw(10) << v.str() << std::setw(16) << r.target << r.what << '\n';
+  }
+  std::cout << "\nmachine: " << machine_json() << "\nwritten to " << config.out
+            << ": perf.json summary.json results.csv gemm.png bandwidth.png\n";
+  benchmark::Shutdown();
+  return 0;
+}
