@@ -1,6 +1,8 @@
 #pragma once
 // Internal: the glue Kokkos does not give, implemented per backend under backends/.
 
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,9 @@ std::vector<GpuProperties> cuda_device_properties();
 const char* gpu_backend_name();
 /// \brief The CUDA device Kokkos was initialised on (-1 in a host-only build).
 int kokkos_cuda_device();
+/// \brief Page-locked host memory the GPU can DMA from (CudaHostPinnedSpace): the owning View,
+/// with `*data` set; nullptr in a host-only build. Throws what Kokkos throws when it fails.
+std::shared_ptr<void> allocate_pinned_host(std::size_t bytes, void** data);
 /// \brief The CPU model name (backends/host).
 std::string host_cpu_model();
 

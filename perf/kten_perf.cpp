@@ -22,7 +22,7 @@
 
 #include <kten/kten.hpp>
 
-#include "../backends/cuda/cublas_baseline.hpp"
+#include "../backends/cuda/vendor_baseline.hpp"
 
 namespace {
 
@@ -161,6 +161,35 @@ void register_linear() {
     auto X = kten::rand({batch, in}, d, 2), W = kten::rand({in, out}, d, 3);
     timed(state, d, flops, [&] { kten::matmul(X, W); });
   });
+}
+
+// --- GPU only: launch latency and host-to-device transfers -----------------------------------------
+
+void register_gpu_rows() {
+  const Device d = config.device;
+  if (!d.is_gpu() || kten::gpus_are_emulated()) return;
+  benchmark::RegisterBenchmark("launch/kten", [=](benchmark::State& state) {
+    auto x = kten::ones({1}, d);
+    timed(state, d, 1, [&] { x + 1.0; });  // one small op, launch to completion
+  });
+  benchmark::RegisterBenchmark("launch/raw", [=](benchmark::State& state) {
+    for (auto _ : state) state.SetIterationTime(kten::detail::raw_launch_seconds(1));
+    state.counters["work"] = 1;
+  })->UseManualTime();
+  const std::int64_t n = config.quick ? (1 << 20) : (64 << 20);  // floats: 256 MiB in full mode
+  const double bytes = 4.0 * n;
+  benchmark::RegisterBenchmark("h2d/kten_pageable", [=](benchmark::State& state) {
+    auto h = kten::rand({n}, kten::cpu(), 1);
+    timed(state, d, bytes, [&] { h.to(d); });
+  });
+  benchmark::RegisterBenchmark("h2d/kten_pinned", [=](benchmark::State& state) {
+    auto h = kten::rand({n}, kten::cpu(), 1).pin_memory();
+    timed(state, d, bytes, [&] { h.to(d); });
+  });
+  benchmark::RegisterBenchmark("h2d/cudaMemcpy_pinned", [=](benchmark::State& state) {
+    for (auto _ : state) state.SetIterationTime(kten::detail::raw_pinned_h2d_seconds(static_cast<std::size_t>(bytes), 1));
+    state.counters["work"] = bytes;
+  })->UseManualTime();
 }
 
 // --- the chapter's exercises ----------------------------------------------------------------------
@@ -380,6 +409,7 @@ int main(int argc, char* argv[]) {
   for (auto n : sizes) register_gemm<double>(n);
   register_bandwidth();
   register_linear();
+  register_gpu_rows();
 
   Recorder recorder;
   recorder.SetOutputStream(&std::cout);
@@ -412,6 +442,14 @@ int main(int argc, char* argv[]) {
       {"linear_vs_gemm", "Linear forward time / GEMM time", "<= 1.05",
        ratio(seconds("linear/forward"), seconds("linear/gemm"))},
   };
+  if (config.device.is_gpu() && !kten::gpus_are_emulated()) {
+    rows.push_back({"launch_overhead_us", "one small op, launch to completion, minus a raw CUDA launch (microseconds)",
+                     "<= 2", (seconds("launch/kten") - seconds("launch/raw")) * 1e6});
+    rows.push_back({"h2d_pinned_vs_cudamemcpy", "to(gpu) of a pinned host tensor vs cudaMemcpy from pinned memory",
+                     ">= 0.80", ratio(rate("h2d/kten_pinned"), rate("h2d/cudaMemcpy_pinned"))});
+    rows.push_back({"h2d_pageable_vs_cudamemcpy", "to(gpu) of an ordinary host tensor vs cudaMemcpy pinned",
+                     "(informative)", ratio(rate("h2d/kten_pageable"), rate("h2d/cudaMemcpy_pinned"))});
+  }
   write_outputs(rows, sizes, exercises.str());
 
   std::cout << "\n" << std::left << std::setw(34) << "ratio" << std::setw(10) << "measured" << std::setw(16)

@@ -15,6 +15,7 @@ struct Storage {
   std::size_t bytes = 0;
   Device device;
   std::shared_ptr<void> owner;  // the Kokkos::View (kten's or the user's) that owns the memory
+  bool pinned = false;          // page-locked host memory (CudaHostPinnedSpace)
 };
 
 /// \brief Allocates `bytes` (uninitialised) on `device`; OutOfMemory names the device and size.

@@ -10,6 +10,7 @@
 #include "dispatch.hpp"
 #include "runtime_internal.hpp"
 #include "storage.hpp"
+#include "../backends/backend_info.hpp"
 
 namespace kten {
 namespace detail {
@@ -226,6 +227,29 @@ void Tensor::copy_from(const Tensor& src) const {
                      " does not match destination " + shape_str(shape_) + " " + dtype_name(dtype_));
   detail::copy_bytes(*src.storage(), *storage_, nbytes());
 }
+
+Tensor Tensor::pin_memory() const {
+  detail::check_defined(*this, "pin_memory()");
+  if (!device().is_cpu())
+    throw Error("kten: pin_memory(): only host tensors can be pinned; this one is on " + device().str());
+  if (storage_->pinned) return *this;
+  auto storage = std::make_shared<detail::Storage>();
+  try {
+    storage->owner = detail::allocate_pinned_host(nbytes(), &storage->data);
+  } catch (const std::exception& e) {
+    throw OutOfMemory("kten: out of pinned host memory: could not allocate " + std::to_string(nbytes()) +
+                      " bytes (Kokkos: " + e.what() + ")");
+  }
+  if (!storage->owner) return *this;  // no GPU backend: nothing would DMA from it
+  storage->bytes = nbytes();
+  storage->device = cpu();
+  storage->pinned = true;
+  Tensor out(std::move(storage), shape_, dtype_);
+  detail::copy_bytes(*storage_, *out.storage_, nbytes());
+  return out;
+}
+
+bool Tensor::is_pinned() const { return storage_ && storage_->pinned; }
 
 bool Tensor::shares_storage_with(const Tensor& other) const {
   return storage_ && storage_ == other.storage_;

@@ -1,4 +1,5 @@
 // Transfers (copyto, to, as_in_context), the never-mix rule, and the visible-cost counters.
+#include <algorithm>
 #include <sstream>
 
 #include "support.hpp"
@@ -113,4 +114,22 @@ TEST_CASE("sync debug mode reports implicit synchronisations on a GPU", "[transf
   set_sync_debug_mode(SyncDebug::Warn);
   CHECK(sum(x).item<float>() == 4.f);  // warns on stderr, then reads
   set_sync_debug_mode(previous);
+}
+
+TEST_CASE("pinned host tensors keep their values and transfer like any host tensor", "[transfer]") {
+  auto h = arange(1000, cpu());
+  auto p = h.pin_memory();
+  CHECK(p.device() == cpu());
+  CHECK(p.to_vector<float>() == h.to_vector<float>());
+  CHECK(p.pin_memory().shares_storage_with(p));
+  const auto backends = enabled_backends();
+  if (std::find(backends.begin(), backends.end(), "Cuda") != backends.end()) {
+    CHECK(p.is_pinned());
+    CHECK_FALSE(p.shares_storage_with(h));
+  } else {
+    CHECK(p.shares_storage_with(h));  // nothing to pin for without a GPU backend
+  }
+  const Device d = test::device();
+  CHECK(p.to(d).to_vector<float>() == h.to_vector<float>());
+  if (d.is_gpu()) CHECK_THROWS_AS(ones({2}, d).pin_memory(), Error);
 }

@@ -14,6 +14,14 @@ namespace kten::detail {
 const char* gpu_backend_name() { return "Cuda"; }
 int kokkos_cuda_device() { return Kokkos::Cuda().cuda_device(); }
 
+std::shared_ptr<void> allocate_pinned_host(std::size_t bytes, void** data) {
+  using Pinned = Kokkos::View<double*, Kokkos::CudaHostPinnedSpace>;
+  auto view = std::make_shared<Pinned>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kten::pinned"),
+                                       bytes / sizeof(double) + 1);
+  *data = view->data();
+  return view;
+}
+
 int cuda_device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -36,6 +44,7 @@ std::vector<GpuProperties> cuda_device_properties() {
 #else
 const char* gpu_backend_name() { return nullptr; }
 int kokkos_cuda_device() { return -1; }
+std::shared_ptr<void> allocate_pinned_host(std::size_t, void**) { return nullptr; }
 int cuda_device_count() { return 0; }
 std::vector<GpuProperties> cuda_device_properties() { return {}; }
 #endif

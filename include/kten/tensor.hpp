@@ -89,6 +89,12 @@ class Tensor {
   /// \brief Copies `src` (same shape and dtype, any device) into this tensor's storage, in place:
   /// an explicit, counted transfer when the devices differ.
   void copy_from(const Tensor& src) const;
+  /// \brief A cpu() copy in page-locked (pinned) host memory, so to(gpu) runs at full DMA speed;
+  /// this tensor itself when already pinned, or in a build without a GPU backend (nothing to pin
+  /// for). Throws kten::Error for a tensor that is not on cpu().
+  Tensor pin_memory() const;
+  /// \brief True for host tensors in pinned memory.
+  bool is_pinned() const;
   /// \brief True when both tensors view the same allocation.
   bool shares_storage_with(const Tensor& other) const;
 

@@ -1,6 +1,8 @@
 // cuBLAS baseline for the perf suite, loaded with dlopen: the GPU machines carry cuBLAS 13 while
 // Debian builds with CUDA 11.8, so nothing links against a particular cuBLAS.
-#include "cublas_baseline.hpp"
+#include "vendor_baseline.hpp"
+
+#include <chrono>
 
 #include <Kokkos_Core.hpp>
 
@@ -72,7 +74,41 @@ void cublas_gemm<double>(const double* A, const double* B, double* C, long m, lo
   const double one = 1, zero = 0;
   cublas().dgemm(cublas().handle, 0, 0, int(n), int(m), int(k), &one, B, int(n), A, int(k), &zero, C, int(n));
 }
+namespace {
+__global__ void empty_kernel() {}
+
+template <class F>
+double seconds_per(int repetitions, F f) {
+  f();  // warm-up
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < repetitions; ++r) f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repetitions;
+}
+}  // namespace
+
+double raw_launch_seconds(int repetitions) {
+  cudaStream_t stream = Kokkos::Cuda().cuda_stream();
+  return seconds_per(repetitions, [&] {
+    empty_kernel<<<1, 1, 0, stream>>>();
+    cudaStreamSynchronize(stream);
+  });
+}
+
+double raw_pinned_h2d_seconds(std::size_t bytes, int repetitions) {
+  void *host = nullptr, *device = nullptr;
+  if (cudaMallocHost(&host, bytes) != cudaSuccess) return 0;
+  if (cudaMalloc(&device, bytes) != cudaSuccess) {
+    cudaFreeHost(host);
+    return 0;
+  }
+  const double s = seconds_per(repetitions, [&] { cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice); });
+  cudaFree(device);
+  cudaFreeHost(host);
+  return s;
+}
 #else
+double raw_launch_seconds(int) { return 0; }
+double raw_pinned_h2d_seconds(std::size_t, int) { return 0; }
 bool cublas_available(std::string* why) {
   if (why) *why = "host-only build";
   return false;

@@ -1,0 +1,68 @@
+// The public contract's example (DESIGN.md section 1), verbatim in substance: if a name or a
+// signature drifts, this stops compiling; if a semantic drifts, it fails.
+#include <sstream>
+
+#include "support.hpp"
+
+TEST_CASE("the DESIGN.md section 1 walk-through compiles and behaves", "[contract]") {
+  kten::Device c = kten::cpu();
+  CHECK(c.str() == "cpu(0)");
+  kten::Device g = kten::gpu(1);
+  CHECK(g.str() == "gpu(1)");
+  int n = kten::num_gpus();
+  CHECK(n >= 0);
+  kten::Device d = kten::try_gpu();
+  CHECK(d == (n > 0 ? kten::gpu(0) : kten::cpu()));
+  std::vector<kten::Device> all = kten::try_all_gpus();
+  CHECK(!all.empty());
+
+  auto x = kten::tensor({1.f, 2.f, 3.f});
+  CHECK(x.device() == kten::cpu());
+  auto A = kten::tensor(std::vector<float>(12, 0.5f)).reshape({3, 4});
+  auto X = kten::ones({2, 3}, d);
+  auto Y = kten::rand({2, 3}, d, /*seed=*/42);
+  auto Z = X.copyto(d);
+  auto W = X.to(d);
+  auto V = X.as_in_context(d);
+  CHECK(W.shares_storage_with(X));
+  CHECK(V.shares_storage_with(X));
+  CHECK_FALSE(Z.shares_storage_with(X));
+  auto S = (Z + 2.f).exp() * Y;
+  kten::Tensor n2 = kten::norm(S);
+  CHECK(n2.device() == d);
+  float v = n2.item<float>();
+  CHECK(v > 0);
+  std::vector<float> h = S.to_vector<float>();
+  CHECK(h.size() == 6);
+  std::ostringstream os;
+  os << S;
+  CHECK(os.str().find("<Tensor 2x3 float32 @" + d.str() + ">") != std::string::npos);
+  auto C = kten::matmul(A, A.reshape({4, 3}));
+  CHECK(C.shape() == kten::Shape{3, 3});
+  CHECK_THROWS_AS(kten::matmul(A, A), kten::ShapeError);
+  if (d != kten::cpu()) CHECK_THROWS_AS(x + X, kten::DeviceMismatch);
+  static_assert(std::is_base_of_v<kten::Error, kten::DeviceMismatch>);
+  static_assert(std::is_base_of_v<std::runtime_error, kten::Error>);
+
+  kten::nn::Sequential net;
+  net.add(kten::nn::Linear(1));
+  net.to(d);
+  auto out = net(X);
+  CHECK(out.device() == d);
+  CHECK(net.parameters()[0].device() == d);
+
+  kten::data::SyntheticRegression data({2.f, -3.4f}, 4.2f, /*noise=*/0.01f,
+                                       /*num_train=*/1000, /*num_val=*/1000, /*seed=*/0);
+  kten::nn::Sequential model;
+  model.add(kten::nn::Linear(1));
+  kten::optim::SGD sgd(/*lr=*/0.03f);
+  kten::Trainer trainer(/*max_epochs=*/3, /*num_gpus=*/1);
+  trainer.set_progress_stream(nullptr);
+  trainer.fit(model, kten::nn::MSELoss(), sgd, data, /*batch_size=*/32);
+  CHECK(model.parameters()[0].device() == trainer.device());
+  const std::string path = "contract-model-" + std::to_string(reinterpret_cast<std::uintptr_t>(&model)) + ".kten";
+  model.save(path);
+  model.load(path, kten::cpu());
+  CHECK(model.parameters()[0].device() == kten::cpu());
+  std::remove(path.c_str());
+}
