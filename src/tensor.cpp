@@ -156,7 +156,11 @@ Tensor tensor_from_external(void* data, Shape shape, const Device& device, std::
 std::string shape_str(const Shape& shape) {
   if (shape.empty()) return "scalar";
   std::string s;
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  // Piece by piece: `"x" + std::string&&` trips GCC 12's false -Wrestrict in C++20 (Kokkos 4.7+).
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape[i]);
+  }
   return s;
 }
 
