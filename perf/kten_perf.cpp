@@ -2,7 +2,7 @@
 // "GPUs" chapter's exercises. Writes under --out: perf.json (Google Benchmark), summary.json (one
 // ratio per target), results.csv, gemm.png and bandwidth.png (gnuplot), and prints a table.
 //
-//   kten-perf [--quick] [--device cpu|gpu] [--out DIR] [Google Benchmark flags]
+//   kten-perf [--quick] [--kten-device cpu|gpu] [--out DIR] [Google Benchmark flags]
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -389,7 +389,7 @@ int main(int argc, char* argv[]) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") config.quick = true;
-    else if (a == "--device" && i + 1 < argc) config.device = std::string(argv[++i]) == "cpu" ? kten::cpu() : kten::gpu();
+    else if (a == "--kten-device" && i + 1 < argc) config.device = std::string(argv[++i]) == "cpu" ? kten::cpu() : kten::gpu();
     else if (a == "--out" && i + 1 < argc) config.out = argv[++i];
     else args.push_back(argv[i]);
   }

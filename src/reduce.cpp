@@ -2,6 +2,7 @@
 // View in device memory, so they return without fencing (a 0-d tensor on the device). Axis
 // reductions give one output per work item and read the reduced axis with stride `inner`.
 #include <string>
+#include <vector>
 
 #include <kten/ops.hpp>
 
@@ -43,43 +44,66 @@ struct Finish {
 
 }  // namespace
 
-// Each work item folds V consecutive elements into V independent partial results before adding
-// them to the thread's accumulator: on CPUs (V = 8) the partials fill a SIMD register instead of
-// one serial chain of dependent adds; on GPUs V = 1 keeps adjacent threads on adjacent elements.
+// Bandwidth-bound, read once. On the host, each of a few parts per thread folds its range into
+// `Lanes` independent partial results (four SIMD registers of them, so neither the add latency
+// nor a serial chain limits the loop), and one small kernel combines the parts into the result.
+// On a GPU, Kokkos' parallel_reduce (a tree in shared memory) writes the result directly.
+// Either way the result stays on the device: nothing fences.
 template <class Backend, class T, class Kind>
 void reduce_all_kernel(const Backend& be, const T* x, T* result, std::int64_t n, Kind) {
-  constexpr int V = Backend::is_host ? 8 : 1;
   using Policy = Kokkos::RangePolicy<typename Backend::execution_space>;
-  using Result = Kokkos::View<T, typename Backend::memory_space>;
-  Result r = Kokkos::View<T, typename Backend::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(result);
-  const std::int64_t chunks = (n + V - 1) / V;
-  if constexpr (Kind::is_max) {
-    Kokkos::parallel_reduce(
-        "kten::max", Policy(be.space, 0, chunks),
-        KOKKOS_LAMBDA(std::int64_t c, T & acc) {
-          const std::int64_t end = (c + 1) * V < n ? (c + 1) * V : n;
-          for (std::int64_t i = c * V; i < end; ++i)
-            if (x[i] > acc) acc = x[i];
-        },
-        Kokkos::Max<T, typename Backend::memory_space>(r));
+  if constexpr (Backend::is_host) {
+    constexpr int Lanes = 128 / sizeof(T);
+    const std::int64_t parts = 4 * static_cast<std::int64_t>(compat::host_concurrency());
+    const std::int64_t per_part = ((n + parts - 1) / parts + Lanes - 1) / Lanes * Lanes;
+    std::vector<T> partial(static_cast<std::size_t>(parts));
+    T* partials = partial.data();
+    Kokkos::parallel_for("kten::reduce", Policy(be.space, 0, parts), KOKKOS_LAMBDA(std::int64_t part) {
+      const std::int64_t begin = part * per_part < n ? part * per_part : n;
+      const std::int64_t end = begin + per_part < n ? begin + per_part : n;
+      T lane[Lanes];
+      for (int l = 0; l < Lanes; ++l) lane[l] = Kind::is_max ? (begin < end ? x[begin] : T(0)) : T(0);
+      std::int64_t i = begin;
+      for (; i + Lanes <= end; i += Lanes) {
+        KTEN_UNROLL
+        for (int l = 0; l < Lanes; ++l) {
+          const T v = Kind::prepare(x[i + l]);
+          if constexpr (Kind::is_max) lane[l] = v > lane[l] ? v : lane[l];
+          else lane[l] += v;
+        }
+      }
+      for (; i < end; ++i) {
+        const T v = Kind::prepare(x[i]);
+        if constexpr (Kind::is_max) lane[0] = v > lane[0] ? v : lane[0];
+        else lane[0] += v;
+      }
+      for (int l = 1; l < Lanes; ++l) {
+        if constexpr (Kind::is_max) lane[0] = lane[l] > lane[0] ? lane[l] : lane[0];
+        else lane[0] += lane[l];
+      }
+      partials[part] = begin < end ? lane[0] : (Kind::is_max ? x[0] : T(0));
+    });
+    Kokkos::parallel_for("kten::reduce_parts", Policy(be.space, 0, 1), KOKKOS_LAMBDA(std::int64_t) {
+      T acc = partials[0];
+      for (std::int64_t p = 1; p < parts; ++p) {
+        if constexpr (Kind::is_max) acc = partials[p] > acc ? partials[p] : acc;
+        else acc += partials[p];
+      }
+      result[0] = acc;
+    });
+    be.space.fence();  // `partial` lives on this stack frame (host kernels finish here anyway)
   } else {
-    Kokkos::parallel_reduce(
-        "kten::sum", Policy(be.space, 0, chunks),
-        KOKKOS_LAMBDA(std::int64_t c, T & acc) {
-          const std::int64_t base = c * V;
-          if (base + V <= n) {
-            T part[V];
-            KTEN_UNROLL
-            for (int w = 0; w < V; ++w) part[w] = Kind::prepare(x[base + w]);
-            KTEN_UNROLL
-            for (int width = V / 2; width > 0; width /= 2)
-              for (int w = 0; w < width; ++w) part[w] += part[w + width];
-            acc += part[0];
-          } else {
-            for (std::int64_t i = base; i < n; ++i) acc += Kind::prepare(x[i]);
-          }
-        },
-        Kokkos::Sum<T, typename Backend::memory_space>(r));
+    using Result = Kokkos::View<T, typename Backend::memory_space>;
+    Result r = Kokkos::View<T, typename Backend::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(result);
+    if constexpr (Kind::is_max) {
+      Kokkos::parallel_reduce(
+          "kten::max", Policy(be.space, 0, n), KOKKOS_LAMBDA(std::int64_t i, T & acc) { if (x[i] > acc) acc = x[i]; },
+          Kokkos::Max<T, typename Backend::memory_space>(r));
+    } else {
+      Kokkos::parallel_reduce(
+          "kten::sum", Policy(be.space, 0, n), KOKKOS_LAMBDA(std::int64_t i, T & acc) { acc += Kind::prepare(x[i]); },
+          Kokkos::Sum<T, typename Backend::memory_space>(r));
+    }
   }
 }
 

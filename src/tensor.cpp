@@ -1,5 +1,4 @@
 // Tensor storage, creation from host values, transfers between devices, and View interop.
-#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -15,20 +14,6 @@
 namespace kten {
 namespace detail {
 
-namespace {
-std::string human_bytes(std::size_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 6) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  return buf;
-}
-}  // namespace
 
 std::int64_t checked_numel(const Shape& shape, const char* op) {
   std::int64_t n = 1;
@@ -41,29 +26,6 @@ std::int64_t checked_numel(const Shape& shape, const char* op) {
     n *= e;
   }
   return n;
-}
-
-std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what) {
-  return with_backend(device, [&](auto backend) {
-    using Words = Kokkos::View<double*, typename decltype(backend)::memory_space>;
-    const std::size_t words = bytes / sizeof(double) + 1;  // never empty: storage identity needs an address
-    std::shared_ptr<Words> view;
-    try {
-      view = std::make_shared<Words>(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kten::") + what), words);
-    } catch (const std::exception& e) {
-      throw OutOfMemory("kten: out of memory on " + device.str() + ": could not allocate " +
-                        human_bytes(bytes) + " (" + std::to_string(bytes) + " bytes) for " + what +
-                        ". Free tensors you no longer need or use smaller batches. (Kokkos: " +
-                        e.what() + ")");
-    }
-    auto storage = std::make_shared<Storage>();
-    storage->data = view->data();
-    storage->bytes = bytes;
-    storage->device = device;
-    storage->owner = std::move(view);
-    return storage;
-  });
 }
 
 /// \brief Copies `bytes` from one storage to another, on the right execution-space instance, and

@@ -148,3 +148,23 @@ TEST_CASE("a wrapped View stays alive as long as the tensor", "[tensor][interop]
   }
   CHECK(t.to_vector<float>() == std::vector<float>(3, 1.5f));
 }
+
+TEST_CASE("freed tensors' memory is reused through the cache and released by empty_cache", "[tensor][cache]") {
+  const Device d = test::device();
+  empty_cache();
+  CHECK(cached_bytes() == 0);
+  void* first = nullptr;
+  {
+    auto t = ones({1000}, d);
+    first = t.data();
+  }
+  CHECK(cached_bytes() >= 4000);
+  auto again = zeros({1000}, d);  // same size: the same block, and its values are rewritten
+  CHECK(again.data() == first);
+  CHECK(again.to_vector<float>() == std::vector<float>(1000, 0.f));
+  CHECK(cached_bytes() == 0);
+  { auto big = empty({1 << 20}, d); }
+  CHECK(cached_bytes() >= (4u << 20));
+  empty_cache();
+  CHECK(cached_bytes() == 0);
+}

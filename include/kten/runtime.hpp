@@ -2,6 +2,7 @@
 /// \file runtime.hpp
 /// \brief Visible cost: transfer and synchronisation counters, and the sync debug mode.
 
+#include <cstddef>
 #include <cstdint>
 
 namespace kten {
@@ -28,6 +29,13 @@ struct Stats {
 Stats stats();
 /// \brief Sets every counter to zero.
 void reset_stats();
+
+/// \brief Frees the device blocks kten keeps for reuse. Tensors release their memory into a
+/// per-device cache (as PyTorch's caching allocator does) so that the next tensor of that size
+/// costs neither page faults nor cudaMalloc; an allocation that fails empties the cache and retries.
+void empty_cache();
+/// \brief Bytes currently held in that cache, over all devices.
+std::size_t cached_bytes();
 
 /// \brief What to do at an implicit host synchronisation (item, to_vector, printing).
 enum class SyncDebug {

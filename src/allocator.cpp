@@ -1,0 +1,151 @@
+// Device allocations through a cache of freed blocks, per device and size. A fresh allocation costs
+// page faults on the host (the kernel zeroes every page on first touch) and a synchronising
+// cudaMalloc on a GPU; reusing a block costs neither. Reuse is safe because all work on a device
+// runs in order on that device's one execution-space instance. The cache is emptied on demand
+// (kten::empty_cache), before an allocation that would otherwise fail, and when Kokkos finalises.
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include <kten/runtime.hpp>
+
+#include "dispatch.hpp"
+#include "storage.hpp"
+
+namespace kten {
+namespace detail {
+namespace {
+
+std::string human_bytes(std::size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 6) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+// Sizes are rounded up so that tensors of nearly equal size share blocks.
+std::size_t block_size(std::size_t bytes) {
+  const std::size_t grain = bytes < (std::size_t(1) << 20) ? 512 : (std::size_t(2) << 20);
+  return (bytes / grain + 1) * grain;  // +1: never empty, so every storage has an address
+}
+
+struct Block {
+  void* data;
+  std::shared_ptr<void> view;  // the Kokkos::View that owns it
+};
+
+class BlockCache {
+ public:
+  using Key = std::tuple<int, int, std::size_t>;  // device kind, index, block size
+
+  bool take(const Key& key, Block& out) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(key);
+    if (it == free_.end()) return false;
+    out = std::move(it->second);
+    free_.erase(it);
+    cached_ -= std::get<2>(key);
+    return true;
+  }
+
+  void give(const Key& key, Block block) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!Kokkos::is_initialized()) return;  // too late to keep anything: let the View go
+    free_.emplace(key, std::move(block));
+    cached_ += std::get<2>(key);
+  }
+
+  // Drops cached blocks (of one device, or all when device is null); they are freed here.
+  void clear(const Device* device) {
+    std::multimap<Key, Block> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = free_.begin(); it != free_.end();) {
+        const bool match = !device || (std::get<0>(it->first) == static_cast<int>(device->kind()) &&
+                                        std::get<1>(it->first) == device->index());
+        if (match) {
+          cached_ -= std::get<2>(it->first);
+          dropped.insert(free_.extract(it++));
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+
+  std::size_t cached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_;
+  }
+
+  void register_finalize_hook() {
+    std::call_once(hook_once_, [this] { Kokkos::push_finalize_hook([this] { clear(nullptr); }); });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<Key, Block> free_;
+  std::size_t cached_ = 0;
+  std::once_flag hook_once_;
+};
+
+BlockCache& cache() {
+  static BlockCache* c = new BlockCache;  // never destroyed: tensors may outlive static destruction
+  return *c;
+}
+
+Block fresh_block(const Device& device, std::size_t size, const char* what) {
+  return with_backend(device, [&](auto backend) {
+    using Words = Kokkos::View<double*, typename decltype(backend)::memory_space>;
+    auto view = std::make_shared<Words>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kten::") + what), size / sizeof(double));
+    return Block{view->data(), std::move(view)};
+  });
+}
+
+}  // namespace
+
+std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what) {
+  require_available(device);
+  const std::size_t size = block_size(bytes);
+  const BlockCache::Key key{static_cast<int>(device.kind()), device.index(), size};
+  Block block;
+  if (!cache().take(key, block)) {
+    try {
+      block = fresh_block(device, size, what);
+    } catch (const std::exception&) {
+      cache().clear(&device);  // give the cached blocks back, then try once more
+      try {
+        block = fresh_block(device, size, what);
+      } catch (const std::exception& e) {
+        throw OutOfMemory("kten: out of memory on " + device.str() + ": could not allocate " + human_bytes(bytes) +
+                          " (" + std::to_string(bytes) + " bytes) for " + what +
+                          ". Free tensors you no longer need or use smaller batches. (Kokkos: " + e.what() + ")");
+      }
+    }
+    cache().register_finalize_hook();
+  }
+  auto storage = std::make_shared<Storage>();
+  storage->data = block.data;
+  storage->bytes = bytes;
+  storage->device = device;
+  // When the last tensor lets go, the block returns to the cache instead of being freed.
+  storage->owner = std::shared_ptr<void>(block.data, [key, view = block.view](void* data) mutable {
+    cache().give(key, Block{data, std::move(view)});
+  });
+  return storage;
+}
+
+}  // namespace detail
+
+void empty_cache() { detail::cache().clear(nullptr); }
+std::size_t cached_bytes() { return detail::cache().cached(); }
+
+}  // namespace kten
