@@ -6,6 +6,8 @@
 #include <kten/detail/kokkos_compat.hpp>
 #include <kten/tensor.hpp>
 
+#include "vector_math.hpp"
+
 namespace kten::detail {
 
 namespace math = compat::math;
@@ -15,14 +17,14 @@ struct Sub { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T a, T b) co
 struct Mul { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return a * b; } };
 struct Div { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return a / b; } };
 
-struct Exp { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::exp(x); } };
+struct Exp { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return exp_approx(x); } };
 struct Log { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::log(x); } };
 struct Sqrt { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::sqrt(x); } };
 struct Abs { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::fabs(x); } };
 struct Neg { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return -x; } };
 struct Relu { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x > T(0) ? x : T(0); } };
 struct Sigmoid {
-  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return T(1) / (T(1) + math::exp(-x)); }
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return T(1) / (T(1) + exp_approx(-x)); }
 };
 struct Tanh { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::tanh(x); } };
 

@@ -16,7 +16,8 @@ namespace detail {
 // slices of op(A) and op(B) into scratch memory, in the order the inner loop reads them, then
 // each thread computes TM x TN micro-tiles of C with the accumulators in registers: every value
 // loaded from scratch feeds TN (or TM) multiply-adds. The tile sizes are chosen per backend:
-//  - host: one thread per team, BK = 256 so a packed B slice stays in L2; TN spans two SIMD
+//  - host: one thread per team, 192 x 512 (float) tiles, BK = 192 so a packed B slice stays in L2
+//    (sizes tuned on AVX2 by kten-perf); TN spans two SIMD
 //    registers and TM = 6 rows give 12 accumulator registers (AVX2), fed by explicit fma;
 //  - GPU: 256 threads per team, 64 x 64 tiles, BK = 16 in shared memory, 4 x 4 per thread.
 // Strides express the transposes; the epilogue adds an optional bias row and accumulates into C.
@@ -28,7 +29,7 @@ struct GemmShape {
 
 template <class T, bool Host>
 struct GemmTiling {  // host
-  static constexpr int TM = 6, TN = 64 / sizeof(T), BM = 16 * TM, BN = 8 * TN, BK = 256, threads = 1;
+  static constexpr int TM = 6, TN = 64 / sizeof(T), BM = 32 * TM, BN = 32 * TN, BK = 192, threads = 1;
 };
 template <class T>
 struct GemmTiling<T, false> {  // GPU

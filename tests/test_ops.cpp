@@ -103,6 +103,21 @@ TEMPLATE_TEST_CASE("unary functions match the host's", "[ops]", float, double) {
   require_allclose<TestType>(x.tanh(), map_ref(hx, [](double v) { return std::tanh(v); }));
 }
 
+TEMPLATE_TEST_CASE("exp is accurate over its whole range, with inf, 0 and NaN at the edges", "[ops]", float, double) {
+  const Device d = test::device();
+  // Normal results only: below about -87 (float) or -708 (double) e^x is subnormal and kten gives 0.
+  const double top = sizeof(TestType) == 4 ? 88.0 : 709.0, bottom = sizeof(TestType) == 4 ? -87.0 : -708.0;
+  auto x = kten::arange(bottom, top, (top - bottom) / 10000, d, dtype_of<TestType>());
+  const auto hx = host_doubles<TestType>(x);
+  require_allclose<TestType>(exp(x), map_ref(hx, [](double v) { return std::exp(v); }),
+                             sizeof(TestType) == 4 ? 3e-7 : 1e-15, 0);
+  const TestType edge = sizeof(TestType) == 4 ? TestType(100) : TestType(1000);
+  const auto e = exp(kten::tensor(std::vector<TestType>{edge, -edge, TestType(NAN)}, d)).template to_vector<TestType>();
+  CHECK(std::isinf(e[0]));
+  CHECK(e[1] == 0);
+  CHECK(std::isnan(e[2]));
+}
+
 TEMPLATE_TEST_CASE("whole-tensor reductions return 0-d tensors on the device", "[ops][reduce]", float, double) {
   const Device d = test::device();
   for (std::int64_t n : {1, 7, 1000, 100003}) {
