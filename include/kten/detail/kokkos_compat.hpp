@@ -34,6 +34,8 @@ KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
 /// micro-kernels once they are unrolled.
 #if defined(__CUDA_ARCH__) || defined(__clang__)
 #define KTEN_UNROLL _Pragma("unroll")
+#elif defined(__NVCC__)  // nvcc's host pass: its front end knows neither spelling
+#define KTEN_UNROLL
 #elif defined(__GNUC__)
 #define KTEN_UNROLL _Pragma("GCC unroll 32")
 #else
