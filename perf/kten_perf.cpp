@@ -23,6 +23,7 @@
 #include <kten/kten.hpp>
 
 #include "../backends/cuda/vendor_baseline.hpp"
+#include "git_hash.hpp"  // generated at build time
 
 namespace {
 
@@ -382,7 +383,7 @@ void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>
       bw << i++ << " \"" << k << "\" " << rate(std::string("bandwidth/") + k) / 1e9 << '\n';
     const std::string vendor = config.device.is_cpu() ? "OpenBLAS" : "cuBLAS";
     std::ofstream gp(out / "plots.gp");
-    gp << "set terminal pngcairo size 900,560\nset grid\nset key outside right\n"
+    gp << "set terminal pngcairo size 900,560 noenhanced\nset grid\nset key outside right\n"
        << "set output '" << (out / "gemm.png").string() << "'\n"
        << "set title 'matmul on " << config.device << " (" << kten::cpu_model() << ")'\n"
        << "set xlabel 'n (n x n times n x n)'\nset ylabel 'GFLOP/s'\nset logscale x 2\n"
