@@ -13,9 +13,39 @@
 
 namespace kten::detail {
 
+// IEEE layout of T: the integer of its width, mantissa bits, exponent bias, and the largest x
+// whose e^x is finite and smallest whose e^x is normal.
+template <class T> struct ExpTraits;
+template <> struct ExpTraits<float> {
+  using Int = std::int32_t;
+  static constexpr int mantissa = 23, bias = 127;
+  static constexpr float hi = 88.7228f, lo = -87.3365f;
+};
+template <> struct ExpTraits<double> {
+  using Int = std::int64_t;
+  static constexpr int mantissa = 52, bias = 1023;
+  static constexpr double hi = 709.78, lo = -708.39;
+};
+
+// er * 2^k for the clamped k, then the edges: inf above hi, 0 below lo, NaN unchanged. 2^k is
+// built as two powers of two so each stays a normal number over the whole range of k.
+template <class T>
+KOKKOS_INLINE_FUNCTION T exp_finish(T x, T er, T k) {
+  using E = ExpTraits<T>;
+  using Int = typename E::Int;
+  const Int ki = static_cast<Int>(k), k1 = ki >> 1, k2 = ki - k1;
+  const Int b1 = (k1 + E::bias) << E::mantissa, b2 = (k2 + E::bias) << E::mantissa;
+  T s1, s2;
+  std::memcpy(&s1, &b1, sizeof s1);
+  std::memcpy(&s2, &b2, sizeof s2);
+  const T v = er * s1 * s2;
+  const T y = x > E::hi ? T(HUGE_VAL) : (x < E::lo ? T(0) : v);
+  return x == x ? y : x;
+}
+
 // No early returns: the edges are selected at the end, so the loop body stays branch-free.
 KOKKOS_INLINE_FUNCTION float exp_approx(float x) {
-  constexpr float hi = 88.7228f, lo = -87.3365f;
+  constexpr float hi = ExpTraits<float>::hi, lo = ExpTraits<float>::lo;
   const float xc = x > hi ? hi : (x < lo ? lo : x);
   // Round to nearest by adding and removing 1.5 * 2^23 (floor() would stop GCC vectorising).
   const float k = (xc * 1.44269504088896341f + 12582912.f) - 12582912.f;
@@ -28,20 +58,11 @@ KOKKOS_INLINE_FUNCTION float exp_approx(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  const float er = p * z + r + 1.f;
-  // 2^k as two powers of two, each a normal float over the whole range of k (-126 to 128).
-  const std::int32_t ki = static_cast<std::int32_t>(k), k1 = ki >> 1, k2 = ki - k1;
-  const std::int32_t b1 = (k1 + 127) << 23, b2 = (k2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, sizeof s1);
-  std::memcpy(&s2, &b2, sizeof s2);
-  const float v = er * s1 * s2;
-  const float y = x > hi ? HUGE_VALF : (x < lo ? 0.f : v);
-  return x == x ? y : x;
+  return exp_finish(x, p * z + r + 1.f, k);
 }
 
 KOKKOS_INLINE_FUNCTION double exp_approx(double x) {
-  constexpr double hi = 709.78, lo = -708.39;
+  constexpr double hi = ExpTraits<double>::hi, lo = ExpTraits<double>::lo;
   const double xc = x > hi ? hi : (x < lo ? lo : x);
   const double k = (xc * 1.4426950408889634073599 + 6755399441055744.0) - 6755399441055744.0;
   double r = xc - k * 6.93145751953125e-1;
@@ -50,15 +71,7 @@ KOKKOS_INLINE_FUNCTION double exp_approx(double x) {
   const double px = r * ((1.26177193074810590878e-4 * rr + 3.02994407707441961300e-2) * rr + 9.99999999999999999910e-1);
   const double qx = ((3.00198505138664455042e-6 * rr + 2.52448340349684104192e-3) * rr + 2.27265548208155028766e-1) * rr +
                     2.00000000000000000009e0;
-  const double er = 1.0 + 2.0 * (px / (qx - px));
-  const std::int64_t ki = static_cast<std::int64_t>(k), k1 = ki >> 1, k2 = ki - k1;
-  const std::int64_t b1 = (k1 + 1023) << 52, b2 = (k2 + 1023) << 52;
-  double s1, s2;
-  std::memcpy(&s1, &b1, sizeof s1);
-  std::memcpy(&s2, &b2, sizeof s2);
-  const double v = er * s1 * s2;
-  const double y = x > hi ? HUGE_VAL : (x < lo ? 0.0 : v);
-  return x == x ? y : x;
+  return exp_finish(x, 1.0 + 2.0 * (px / (qx - px)), k);
 }
 
 }  // namespace kten::detail
