@@ -4,8 +4,9 @@
 ///
 /// Element i of a tensor depends only on (seed, i), never on the device or the thread layout, so
 /// one seed gives bit-identical rand() on every device. randn() goes through log and cos
-/// (Box-Muller, evaluated in double): float32 results are identical across devices, float64
-/// results may differ in the last bit where the device's log/cos differ from the host's.
+/// (Box-Muller, evaluated in double and rounded): float32 results match across devices unless a
+/// device's log/cos differ from the host's right at a rounding boundary; float64 results may
+/// differ in the last bit.
 
 #include <cstdint>
 
