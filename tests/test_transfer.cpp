@@ -1,5 +1,6 @@
 // Transfers (copyto, to, as_in_context), the never-mix rule, and the visible-cost counters.
 #include <algorithm>
+#include <iostream>
 #include <sstream>
 
 #include "support.hpp"
@@ -112,8 +113,14 @@ TEST_CASE("sync debug mode reports implicit synchronisations on a GPU", "[transf
   CHECK_NOTHROW(synchronize(g));                        // an explicit fence is not implicit
 
   set_sync_debug_mode(SyncDebug::Warn);
-  CHECK(sum(x).item<float>() == 4.f);  // warns on stderr, then reads
+  std::ostringstream captured;
+  std::streambuf* const stderr_buffer = std::cerr.rdbuf(captured.rdbuf());
+  const float value = sum(x).item<float>();  // warns on stderr, then reads
+  ones({2}, cpu()).to_vector<float>();       // a host tensor: no warning
+  std::cerr.rdbuf(stderr_buffer);
   set_sync_debug_mode(previous);
+  CHECK(value == 4.f);
+  CHECK(captured.str() == "kten: warning: implicit host synchronisation: item() waits for " + g.str() + "\n");
 }
 
 TEST_CASE("pinned host tensors keep their values and transfer like any host tensor", "[transfer]") {
