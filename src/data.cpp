@@ -4,6 +4,7 @@
 #include <random>
 
 #include <kten/data.hpp>
+#include <kten/kokkos.hpp>
 #include <kten/ops.hpp>
 #include <kten/random.hpp>
 

@@ -6,9 +6,9 @@
 #include <kten/ops.hpp>
 #include <kten/random.hpp>
 
-#include "../checks.hpp"
-#include "../elementwise.hpp"
-#include "../linalg.hpp"
+#include "checks.hpp"
+#include "nn/kernels.hpp"
+#include "linalg.hpp"
 
 namespace kten::nn {
 
@@ -66,6 +66,8 @@ std::vector<NamedParameter> Linear::named_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& input) {
+  detail::check_defined(input, "Linear forward");
+  detail::check_same_device("Linear forward", input.device(), device());
   if (input.ndim() != 2)
     throw ShapeError("kten: Linear forward: expects (batch, features), got shape " + shape_str(input.shape()));
   if (in_features_ < 0) initialise(input.shape()[1]);

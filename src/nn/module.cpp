@@ -2,8 +2,8 @@
 #include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
 
-#include "../checks.hpp"
-#include "../elementwise.hpp"
+#include "checks.hpp"
+#include "elementwise.hpp"
 
 namespace kten::nn {
 
