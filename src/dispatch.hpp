@@ -5,6 +5,8 @@
 // hands the kernel typed pointers; for_each_index() runs a functor over a 64-bit index range.
 
 #include <cstdint>
+#include <string>
+#include <tuple>
 #include <type_traits>
 
 #include <Kokkos_Core.hpp>
@@ -104,16 +106,29 @@ T* data_ptr(const Tensor& t) {
   return static_cast<T*>(t.storage()->data);
 }
 
+/// \brief A Kokkos profiling region for its lifetime (Kokkos 3.4 has no ScopedRegion): profilers
+/// and Kokkos Tools show kten's operations, module calls and epochs by their kten:: names.
+class Region {
+ public:
+  explicit Region(const char* name) { Kokkos::Profiling::pushRegion(name); }
+  explicit Region(const std::string& name) { Kokkos::Profiling::pushRegion(name); }
+  ~Region() { Kokkos::Profiling::popRegion(); }
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+};
+
 /// \brief The one way to run a kernel over tensors: checks that every operand is defined and that
 /// all live on one device with one dtype, then calls kernel(backend, T* first, T* rest...).
 template <class Kernel, class... Tensors>
 void launch(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&... rest) {
   (check_compatible(op, first, rest), ...);
   check_defined(first, op);
+  Region region(op);
+  const auto operands = std::forward_as_tuple(first, rest...);  // nvcc cannot capture a pack
   with_backend(first.device(), [&](auto be) {
     with_dtype(first.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      kernel(be, data_ptr<T>(first), data_ptr<T>(rest)...);
+      std::apply([&](const auto&... t) { kernel(be, data_ptr<T>(t)...); }, operands);
     });
   });
 }

@@ -30,6 +30,7 @@ void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) {
   note_transfer(src.device, dst.device, bytes);
   if (bytes == 0) return;
   if (dst.pinned) wait_for_pending_reader(dst);
+  Region region("kten::copy");
   with_backend(src.device, [&](auto from) {
     with_backend(dst.device, [&](auto to) {
       using From = decltype(from);

@@ -58,10 +58,11 @@ TEST_CASE("Linear checks its input and gradient against its parameters' device",
   KTEN_REQUIRE_GPUS(2);
   nn::Linear eager(4, 2);
   eager.to(gpu(0));
-  CHECK_THROWS_AS(eager(ones({3, 4}, gpu(1))), DeviceMismatch);
+  // forward() itself, not only Module::operator(), must check (Sequential and users call it).
+  CHECK_THROWS_AS(eager.forward(ones({3, 4}, gpu(1))), DeviceMismatch);
   nn::Linear lazy(2);
   lazy.to(gpu(0));
-  CHECK_THROWS_AS(lazy(ones({3, 4}, gpu(1))), DeviceMismatch);
+  CHECK_THROWS_AS(lazy.forward(ones({3, 4}, gpu(1))), DeviceMismatch);
   CHECK(lazy.in_features() == -1);  // still lazy: nothing was initialised on the wrong device
   auto y = eager(ones({3, 4}, gpu(0)));
   CHECK_THROWS_AS(eager.backward(ones({3, 2}, gpu(1))), DeviceMismatch);
