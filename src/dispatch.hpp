@@ -94,10 +94,44 @@ static_assert(std::is_same_v<RangePolicy<GpuBackend>::index_type, std::int64_t>,
 template <class Backend>
 using TeamPolicy = Kokkos::TeamPolicy<typename Backend::execution_space>;
 
-/// \brief Runs functor(i) for i in [0, n) on the backend, asynchronously.
+/// \brief Where small cpu() kernels run: on the calling thread, Kokkos::Serial where the build
+/// enables it (the presets do), else the default host space.
+#ifdef KOKKOS_ENABLE_SERIAL
+using HostSerialSpace = Kokkos::Serial;
+#else
+using HostSerialSpace = Kokkos::DefaultHostExecutionSpace;
+#endif
+
+/// \brief Work (elements of a bandwidth-bound operation) below which a cpu() kernel runs on the
+/// calling thread: waking the other threads (an OpenMP fork-join, about 1 us) costs more than
+/// they save on less (measured; docs/performance.md). PyTorch's grain is 32768.
+inline constexpr std::int64_t host_serial_grain = 16384;
+
+/// \brief Calls f(space) with the execution space instance a kernel over `work` elements runs on:
+/// the backend's, except on cpu() below host_serial_grain, where it is HostSerialSpace.
+template <class Backend, class F>
+void with_execution_space(const Backend& be, std::int64_t work, F&& f) {
+  if constexpr (Backend::is_host && !std::is_same_v<HostSerialSpace, typename Backend::execution_space>) {
+    if (work < host_serial_grain) return f(HostSerialSpace{});
+  }
+  f(be.space);
+}
+
+/// \brief Runs functor(i) for i in [0, n) on the backend, asynchronously. `work` is the number of
+/// elements the whole range touches (n when each index touches one), which decides whether a
+/// cpu() kernel is worth waking every thread for.
+template <class Backend, class Functor>
+void for_each_index(const char* label, const Backend& be, std::int64_t n, const Functor& functor, std::int64_t work) {
+  with_execution_space(be, work, [&](auto space) {
+    using Policy = Kokkos::RangePolicy<decltype(space), Kokkos::IndexType<std::int64_t>>;
+    Kokkos::parallel_for(label, Policy(space, 0, n), functor);
+  });
+}
+
+/// \brief for_each_index over n indices that touch one element each.
 template <class Backend, class Functor>
 void for_each_index(const char* label, const Backend& be, std::int64_t n, const Functor& functor) {
-  Kokkos::parallel_for(label, RangePolicy<Backend>(be.space, 0, n), functor);
+  for_each_index(label, be, n, functor, n);
 }
 
 /// \brief The typed pointer to a tensor's first element (libtorch's data_ptr<T>()).

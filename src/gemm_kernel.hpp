@@ -1,10 +1,12 @@
 #pragma once
 // Internal: the matrix-product kernels, written once for every backend. C = op(A) op(B) (+ bias
 // along columns) (+ C). Strides express the transposes. Three kernels:
-//  - HostGemmKernel (cpu()): FLOP-bound; one thread per BM x BN tile packs slices of op(A) and
-//    op(B) into scratch in the order its inner loop reads them, and walks TM x TN micro-tiles with
-//    the accumulators in registers (TN spans two SIMD registers, TM = 6 rows: 12 accumulators on
-//    AVX2), fed by explicit fma. C carries the partial sums between k-slices.
+//  - HostGemmKernel (cpu()): FLOP-bound; BLIS' loop structure written as one Kokkos kernel, with
+//    the micro-tile shape and cache blocking of the vector ISA the build targets (host_isa.hpp):
+//    one thread per tile of C packs a k-slice of op(B) into an L2-sized block and streams strips
+//    of op(A) past it, keeping a rows x cols micro-tile of C in registers (10 x 32 floats on
+//    AVX-512: 20 zmm accumulators). Tiles shrink with the problem and split until every thread
+//    has work; products of a few thousand multiply-adds take a direct loop (HostSmallGemmKernel).
 //  - TeamGemmKernel (GPUs, real and emulated): the SIMT SGEMM ladder (2-D block tiling, k-major
 //    shared-memory tiles, 128-bit shared-memory loads, warp tiling). A team of `threads` threads
 //    loads a BK-deep slice of op(A) and op(B) into padded k-major scratch, then each thread
@@ -12,13 +14,15 @@
 //    loads two V-vectors of A and two of B and issues 4V^2 fmas. TeamTiling's index functions
 //    are what a host test checks for shared-memory bank conflicts.
 //  - GemvKernel (n == 1): a matrix-vector product needs no tiling; on a GPU a team per row reads
-//    the row coalesced and reduces in shared memory.
+//    the row coalesced and reduces in shared memory, on cpu() a row folds into vector lanes.
 
+#include <algorithm>
 #include <cstdint>
 
 #include <kten/detail/kokkos_compat.hpp>
 
 #include "dispatch.hpp"
+#include "host_isa.hpp"
 
 namespace kten::detail {
 
@@ -31,68 +35,181 @@ struct GemmShape {
 
 // --- host --------------------------------------------------------------------------------------
 
-/// \brief Host tile sizes: BK = 192 keeps a packed B slice in L2 (tuned on AVX2 by kten-perf).
-template <class T>
-struct HostGemmTiling {
-  static constexpr int TM = 6, TN = 64 / sizeof(T), BM = 32 * TM, BN = 32 * TN, BK = 192;
+/// \brief Products of at most this many multiply-adds (about 10^3) skip tiling: a loop over rows
+/// of C that accumulates B's rows in place, with no packing and no scratch. Above it the tiles
+/// win, even for 16^3 (measured; docs/performance.md).
+inline constexpr double host_direct_gemm_macs = 1024;
+/// \brief What a multiply-add of a product weighs against the serial grain of
+/// with_execution_space, which counts elements of a bandwidth-bound operation: one thread runs a
+/// 40^3 product in about the 1 us the grain stands for (measured; docs/performance.md).
+inline constexpr double host_gemm_macs_per_element = 4;
+
+/// \brief How the host cuts C: the direct loop, or tiles of `rows` x `cols` (whole micro-tiles),
+/// `tiles_m` x `tiles_n` of them, one per team (thread).
+struct HostGemmPlan {
+  bool direct = false;
+  std::int64_t rows = 0, cols = 0, tiles_m = 0, tiles_n = 0;
+  std::int64_t tiles() const { return tiles_m * tiles_n; }
 };
 
-template <class T, class Member, class Scratch>
-struct HostGemmKernel {
-  using Tile = HostGemmTiling<T>;
+/// \brief The tiling of a product on `threads` threads. Tiles are as tall as C and at most
+/// HostGemmBlocking::nc wide, so they shrink with the problem (no padding beyond one micro-tile);
+/// then, while the tiles would not share out evenly over the threads, the side with more
+/// micro-tiles per tile is cut once more (rows cost a re-packed B slice, columns nothing).
+template <class T>
+HostGemmPlan plan_host_gemm(const GemmShape& s, int threads) {
+  using Blk = HostGemmBlocking<T>;
+  HostGemmPlan plan;
+  if (static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <= host_direct_gemm_macs) {
+    plan.direct = true;
+    return plan;
+  }
+  auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  const std::int64_t micro_rows = ceil_div(s.m, Blk::rows), micro_cols = ceil_div(s.n, Blk::cols);
+  std::int64_t parts_m = 1, parts_n = ceil_div(micro_cols, Blk::nc / Blk::cols);
+  std::int64_t per_m = micro_rows, per_n = ceil_div(micro_cols, parts_n);  // micro-tiles per tile
+  auto tiles = [&] { return ceil_div(micro_rows, per_m) * ceil_div(micro_cols, per_n); };
+  while (tiles() % threads != 0 && tiles() < 4 * static_cast<std::int64_t>(threads) && (per_m > 1 || per_n > 1)) {
+    if (per_m >= per_n) per_m = ceil_div(micro_rows, ++parts_m);
+    else per_n = ceil_div(micro_cols, ++parts_n);
+  }
+  plan.rows = per_m * Blk::rows;
+  plan.cols = per_n * Blk::cols;
+  plan.tiles_m = ceil_div(s.m, plan.rows);
+  plan.tiles_n = ceil_div(s.n, plan.cols);
+  return plan;
+}
+
+/// \brief Small products: one row of C per index, B's rows accumulated into it in place.
+template <class T>
+struct HostSmallGemmKernel {
   const T *A, *B;
   T* C;
   const T* bias;
   bool accumulate;
   GemmShape s;
-  std::int64_t tiles_n;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    T* c = C + i * s.n;
+    if (!accumulate)
+      for (std::int64_t j = 0; j < s.n; ++j) c[j] = T(0);
+    for (std::int64_t p = 0; p < s.k; ++p) {
+      const T a = A[i * s.a_row + p * s.a_col];
+      const T* b = B + p * s.b_row;
+      if (s.b_col == 1)
+        for (std::int64_t j = 0; j < s.n; ++j) c[j] = host_fma(a, b[j], c[j]);
+      else
+        for (std::int64_t j = 0; j < s.n; ++j) c[j] = host_fma(a, b[j * s.b_col], c[j]);
+    }
+    if (bias)
+      for (std::int64_t j = 0; j < s.n; ++j) c[j] += bias[j];
+  }
+};
+
+/// \brief One team (thread) per tile of C. Per k-slice the thread packs the tile's kc x cols slice
+/// of op(B) into scratch as micro-panels (kc rows of one micro-tile's columns, zero past n), then
+/// walks the tile's rows a strip of `rows` at a time: the strip of op(A) is read in place when A's
+/// rows are contiguous (it stays in L1 across the strip's micro-tiles), packed otherwise and for
+/// the last, partial strip. Each micro-tile keeps rows x cols accumulators in registers; C carries
+/// the partial sums between k-slices.
+template <class T, class Member>
+struct HostGemmKernel {
+  using Blk = HostGemmBlocking<T>;
+  static constexpr int MR = Blk::rows, NR = Blk::cols, KC = Blk::kc;
+  const T *A, *B;
+  T* C;
+  const T* bias;
+  bool accumulate;
+  GemmShape s;
+  HostGemmPlan plan;
+
+  /// \brief Scratch bytes per team: the packed B slice and one packed A strip, 64-byte aligned.
+  static std::size_t scratch_bytes(const HostGemmPlan& plan) {
+    return sizeof(T) * (static_cast<std::size_t>(KC) * plan.cols + MR * KC) + 2 * 64;
+  }
+
+  /// \brief c (MR x NR, row stride ldc) = (load ? c : 0) + a b (+ bias), over kb steps of k.
+  /// a(r, p) is a[p * MR + r] when Packed, else a[r * lda + p]; b is a packed micro-panel.
+  template <bool Packed>
+  KOKKOS_INLINE_FUNCTION static void micro_tile(const T* a, std::int64_t lda, const T* b, int kb, T* c,
+                                                std::int64_t ldc, bool load, const T* bias) {
+    T acc[MR * NR];
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NR; ++j) acc[r * NR + j] = load ? c[r * ldc + j] : T(0);
+    for (int p = 0; p < kb; ++p) {
+      const T* bp = b + p * NR;
+      KTEN_UNROLL
+      for (int r = 0; r < MR; ++r) {
+        const T av = Packed ? a[p * MR + r] : a[r * lda + p];
+        KTEN_UNROLL
+        for (int j = 0; j < NR; ++j) acc[r * NR + j] = host_fma(av, bp[j], acc[r * NR + j]);
+      }
+    }
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NR; ++j) c[r * ldc + j] = bias ? acc[r * NR + j] + bias[j] : acc[r * NR + j];
+  }
+
+  /// \brief Packs op(B)(k0 .. k0+kb, j0 .. j1) as micro-panels of NR columns, zero past j1.
+  KOKKOS_INLINE_FUNCTION void pack_b(T* Bs, std::int64_t k0, int kb, std::int64_t j0, std::int64_t j1) const {
+    for (std::int64_t jb = j0; jb < j1; jb += NR) {
+      T* panel = Bs + (jb - j0) * kb;
+      const int w = j1 - jb < NR ? static_cast<int>(j1 - jb) : NR;
+      for (int p = 0; p < kb; ++p) {
+        const T* b = B + (k0 + p) * s.b_row + jb * s.b_col;
+        T* out = panel + p * NR;
+        if (w == NR && s.b_col == 1)
+          for (int j = 0; j < NR; ++j) out[j] = b[j];
+        else
+          for (int j = 0; j < NR; ++j) out[j] = j < w ? b[j * s.b_col] : T(0);
+      }
+    }
+  }
+
+  /// \brief Packs op(A)(i .. i+h, k0 .. k0+kb) p-major (As[p * MR + r]), zero rows past h.
+  KOKKOS_INLINE_FUNCTION void pack_a(T* As, std::int64_t i, int h, std::int64_t k0, int kb) const {
+    for (int p = 0; p < kb; ++p) {
+      const T* a = A + i * s.a_row + (k0 + p) * s.a_col;
+      for (int r = 0; r < MR; ++r) As[p * MR + r] = r < h ? a[r * s.a_row] : T(0);
+    }
+  }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    constexpr int TM = Tile::TM, TN = Tile::TN, BM = Tile::BM, BN = Tile::BN, BK = Tile::BK;
-    const std::int64_t i0 = (team.league_rank() / tiles_n) * BM, j0 = (team.league_rank() % tiles_n) * BN;
-    Scratch As(team.team_scratch(1), BM * BK), Bs(team.team_scratch(1), BK * BN);
-    for (std::int64_t k0 = 0; k0 < s.k || k0 == 0; k0 += BK) {
-      const int kb = s.k - k0 < BK ? static_cast<int>(s.k - k0) : BK;
-      const bool first = k0 == 0, last = k0 + BK >= s.k;
-      // Pack: As[(mr * kb + p) * TM + r] = A(i0 + mr*TM + r, k0 + p); Bs likewise by TN columns.
-      for (int row = 0; row < BM; ++row) {
-        const std::int64_t i = i0 + row;
-        for (int p = 0; p < kb; ++p)
-          As((row / TM * kb + p) * TM + row % TM) = i < s.m ? A[i * s.a_row + (k0 + p) * s.a_col] : T(0);
-      }
-      for (int p = 0; p < kb; ++p)
-        for (int col = 0; col < BN; ++col) {
-          const std::int64_t j = j0 + col;
-          Bs((col / TN * kb + p) * TN + col % TN) = j < s.n ? B[(k0 + p) * s.b_row + j * s.b_col] : T(0);
-        }
-      for (int mr = 0; mr < BM / TM; ++mr)
-        for (int mc = 0; mc < BN / TN; ++mc) {
-          const std::int64_t ib = i0 + mr * TM, jb = j0 + mc * TN;
-          if (ib >= s.m || jb >= s.n) continue;
-          T acc[TM * TN];
-          for (int r = 0; r < TM; ++r)
-            for (int c = 0; c < TN; ++c) {
-              const std::int64_t i = ib + r, j = jb + c;
-              acc[r * TN + c] = (first && !accumulate) || i >= s.m || j >= s.n ? T(0) : C[i * s.n + j];
-            }
-          const T* a = &As(mr * kb * TM);
-          const T* b = &Bs(mc * kb * TN);
-          for (int p = 0; p < kb; ++p) {
-            const T* ap = a + p * TM;
-            const T* bp = b + p * TN;
-            KTEN_UNROLL
-            for (int r = 0; r < TM; ++r) {
-              const T av = ap[r];
-              KTEN_UNROLL
-              for (int c = 0; c < TN; ++c) acc[r * TN + c] = compat::fma(av, bp[c], acc[r * TN + c]);
-            }
+    const std::int64_t i0 = team.league_rank() / plan.tiles_n * plan.rows;
+    const std::int64_t j0 = team.league_rank() % plan.tiles_n * plan.cols;
+    const std::int64_t i1 = i0 + plan.rows < s.m ? i0 + plan.rows : s.m;
+    const std::int64_t j1 = j0 + plan.cols < s.n ? j0 + plan.cols : s.n;
+    T* Bs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * KC * plan.cols, 64));
+    T* As = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * MR * KC, 64));
+    for (std::int64_t k0 = 0; k0 < s.k || k0 == 0; k0 += KC) {  // k == 0: one pass of zeros and bias
+      const int kb = s.k - k0 < KC ? static_cast<int>(s.k - k0) : KC;
+      const bool load = k0 > 0 || accumulate, last = k0 + KC >= s.k;
+      pack_b(Bs, k0, kb, j0, j1);
+      for (std::int64_t i = i0; i < i1; i += MR) {
+        const int h = i1 - i < MR ? static_cast<int>(i1 - i) : MR;
+        const bool in_place = s.a_col == 1 && h == MR;
+        if (!in_place) pack_a(As, i, h, k0, kb);
+        const T* a = in_place ? A + i * s.a_row + k0 : As;
+        for (std::int64_t jb = j0; jb < j1; jb += NR) {
+          const int w = j1 - jb < NR ? static_cast<int>(j1 - jb) : NR;
+          const T* b = Bs + (jb - j0) * kb;
+          T* c = C + i * s.n + jb;
+          auto multiply = [&](T* out, std::int64_t ldc, bool load_out, const T* bias_cols) {
+            if (in_place) micro_tile<false>(a, s.a_row, b, kb, out, ldc, load_out, bias_cols);
+            else micro_tile<true>(a, 0, b, kb, out, ldc, load_out, bias_cols);
+          };
+          if (h == MR && w == NR) {
+            multiply(c, s.n, load, last && bias ? bias + jb : nullptr);
+            continue;
           }
-          for (int r = 0; r < TM; ++r)
-            for (int c = 0; c < TN; ++c) {
-              const std::int64_t i = ib + r, j = jb + c;
-              if (i < s.m && j < s.n) C[i * s.n + j] = last && bias ? acc[r * TN + c] + bias[j] : acc[r * TN + c];
-            }
+          // An edge micro-tile goes through a full-size buffer; only its h x w part touches C.
+          T edge[MR * NR] = {};
+          if (load)
+            for (int r = 0; r < h; ++r)
+              for (int j = 0; j < w; ++j) edge[r * NR + j] = c[r * s.n + j];
+          multiply(edge, NR, true, nullptr);
+          for (int r = 0; r < h; ++r)
+            for (int j = 0; j < w; ++j) c[r * s.n + j] = last && bias ? edge[r * NR + j] + bias[jb + j] : edge[r * NR + j];
         }
+      }
     }
   }
 };
@@ -248,6 +365,32 @@ struct GemvKernel {
   }
 };
 
+/// \brief The same on cpu() when the rows are contiguous: each row's dot product folds into
+/// `Lanes` independent partial sums (two vector registers), so it vectorises and no chain of
+/// dependent fmas sets the pace.
+template <class T>
+struct HostGemvKernel {
+  static constexpr int Lanes = 2 * HostIsa::vector_bytes / static_cast<int>(sizeof(T));
+  GemvKernel<T> row;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    const T* a = row.A + i * row.s.a_row;
+    const T* x = row.x;
+    const std::int64_t b_row = row.s.b_row, k = row.s.k;
+    T lane[Lanes] = {};
+    std::int64_t p = 0;
+    if (b_row == 1) {
+      for (; p + Lanes <= k; p += Lanes) {
+        KTEN_UNROLL
+        for (int l = 0; l < Lanes; ++l) lane[l] = host_fma(a[p + l], x[p + l], lane[l]);
+      }
+    }
+    for (; p < k; ++p) lane[0] = host_fma(a[p], x[p * b_row], lane[0]);
+    T acc = T(0);
+    for (int l = 0; l < Lanes; ++l) acc += lane[l];
+    row.finish(i, acc);
+  }
+};
+
 /// \brief The same on a GPU when the rows are contiguous: a team per row reads it coalesced.
 template <class T, class Member>
 struct GemvTeamKernel {
@@ -277,6 +420,33 @@ void launch_team_gemm(const Backend& be, const T* A, const T* B, T* C, const T* 
                        TeamGemmKernel<T, Tile, typename Policy::member_type>{A, B, C, bias, accumulate, s, tiles_n});
 }
 
+/// \brief The tiled host product on `space` as `plan` cuts it (plan.direct is not looked at).
+template <class Space, class T>
+void run_host_gemm(const Space& space, const HostGemmPlan& plan, const T* A, const T* B, T* C, const T* bias,
+                   bool accumulate, const GemmShape& s) {
+  if (plan.tiles() > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than one launch can hold");
+  using Policy = Kokkos::TeamPolicy<Space>;
+  using Kernel = HostGemmKernel<T, typename Policy::member_type>;
+  Policy policy(space, static_cast<int>(plan.tiles()), 1);
+  Kokkos::parallel_for("kten::gemm", policy.set_scratch_size(1, Kokkos::PerTeam(Kernel::scratch_bytes(plan))),
+                       Kernel{A, B, C, bias, accumulate, s, plan});
+}
+
+/// \brief cpu(): the direct loop or the tiled kernel, on the calling thread when the product is
+/// small, else on every thread.
+template <class Backend, class T>
+void launch_host_gemm(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate,
+                      const GemmShape& s) {
+  const double macs = static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  const double elements = std::max(macs / host_gemm_macs_per_element, static_cast<double>(s.m) * s.n);  // C once
+  const std::int64_t work = elements < 1e18 ? static_cast<std::int64_t>(elements) : INT64_MAX;
+  with_execution_space(be, work, [&](auto space) {
+    const HostGemmPlan plan = plan_host_gemm<T>(s, space.concurrency());
+    if (plan.direct) for_each_index("kten::gemm", be, s.m, HostSmallGemmKernel<T>{A, B, C, bias, accumulate, s}, work);
+    else run_host_gemm(space, plan, A, B, C, bias, accumulate, s);
+  });
+}
+
 template <class Backend, class T>
 void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate, const GemmShape& s) {
   if (s.m == 0 || s.n == 0) return;
@@ -290,19 +460,17 @@ void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias,
         return;
       }
     }
-    for_each_index("kten::gemv", be, s.m, row);
+    if constexpr (Backend::is_host) {
+      if (s.a_col == 1 && s.k >= HostGemvKernel<T>::Lanes) {
+        for_each_index("kten::gemv", be, s.m, HostGemvKernel<T>{row}, s.m * s.k);
+        return;
+      }
+    }
+    for_each_index("kten::gemv", be, s.m, row, s.m * s.k);
     return;
   }
   if constexpr (Backend::is_host) {
-    using Tile = HostGemmTiling<T>;
-    using Policy = TeamPolicy<Backend>;
-    using Scratch = Kokkos::View<T*, typename Backend::execution_space::scratch_memory_space,
-                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-    const std::int64_t tiles_n = (s.n + Tile::BN - 1) / Tile::BN, tiles = ((s.m + Tile::BM - 1) / Tile::BM) * tiles_n;
-    const std::size_t scratch = Scratch::shmem_size(Tile::BM * Tile::BK) + Scratch::shmem_size(Tile::BK * Tile::BN);
-    Policy policy(be.space, static_cast<int>(tiles), 1);
-    Kokkos::parallel_for("kten::gemm", policy.set_scratch_size(1, Kokkos::PerTeam(scratch)),
-                         HostGemmKernel<T, typename Policy::member_type, Scratch>{A, B, C, bias, accumulate, s, tiles_n});
+    launch_host_gemm(be, A, B, C, bias, accumulate, s);
   } else if constexpr (std::is_same_v<Backend, EmulatedGpuBackend>) {
     // The GPU kernel with a team of host threads: 2 where the host has them, so barriers matter.
     if (be.space.concurrency() >= 2) launch_team_gemm<EmulatedTiling<T, 2>>(be, A, B, C, bias, accumulate, s);

@@ -125,12 +125,13 @@ struct DeviceReduceKernel {
 template <class Backend, class T, class Kind>
 void reduce_all_kernel(const Backend& be, const char* label, const T* x, T* result, std::int64_t n, Kind) {
   if constexpr (Backend::is_host) {
-    const std::int64_t parts = 4 * static_cast<std::int64_t>(compat::host_concurrency());
+    // One part when the calling thread does it all (below the serial grain).
+    const std::int64_t parts = n < host_serial_grain ? 1 : 4 * static_cast<std::int64_t>(compat::host_concurrency());
     constexpr int Lanes = HostPartsKernel<T, Kind>::Lanes;
     const std::int64_t per_part = ((n + parts - 1) / parts + Lanes - 1) / Lanes * Lanes;
     std::vector<T> partial(static_cast<std::size_t>(parts));
-    for_each_index(label, be, parts, HostPartsKernel<T, Kind>{x, partial.data(), n, per_part});
-    for_each_index(label, be, 1, FoldPartsKernel<T, Kind>{partial.data(), result, parts, n});
+    for_each_index(label, be, parts, HostPartsKernel<T, Kind>{x, partial.data(), n, per_part}, n);
+    for_each_index(label, be, 1, FoldPartsKernel<T, Kind>{partial.data(), result, parts, n}, parts);
     be.space.fence();  // `partial` lives on this stack frame (host kernels finish here anyway)
   } else {
     using Reducer = KindReducer<Kind, T, typename Backend::memory_space>;
@@ -187,7 +188,7 @@ void reduce_axis_kernel(const Backend& be, const char* label, const T* x, T* out
       return;
     }
   }
-  for_each_index(label, be, outer * inner, AxisKernel<T, Kind>{x, out, len, inner});
+  for_each_index(label, be, outer * inner, AxisKernel<T, Kind>{x, out, len, inner}, outer * inner * len);
 }
 
 template <class Kind>

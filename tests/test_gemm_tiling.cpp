@@ -1,9 +1,13 @@
 // White-box tests of the GEMM kernels' structure, run on the host:
+//  - the host kernel's plan (tiles shrink with the product and share out over the threads) and
+//    every path of it: the direct loop, whole and edge micro-tiles, A read in place or packed,
+//    several k-slices and column blocks, each split the plan makes for 1 to 7 threads;
 //  - the cooperative (GPU) kernel, with teams of 1 and 2 host threads, on odd shapes and
 //    transposed operands (the emulated-GPU suite runs it too, through matmul);
 //  - the shared-memory bank-conflict degree of the real GPU layout's scratch accesses, computed
 //    from the same index functions the kernel uses, for every warp of a team.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -15,31 +19,65 @@
 
 namespace kten::test {  // named (not anonymous): nvcc's extended lambdas need nameable types
 
-template <class Tile, class T>
-void check_team_gemm(bool transpose_a, bool transpose_b, bool with_bias, bool accumulate) {
-  const std::int64_t m = 13, n = 11, k = 21;  // partial tiles in every direction, a partial k-slice
-  const Shape a_shape = transpose_a ? Shape{k, m} : Shape{m, k}, b_shape = transpose_b ? Shape{n, k} : Shape{k, n};
-  auto A = uniform(a_shape, -1, 1, cpu(), 1, dtype_of<T>()), B = uniform(b_shape, -1, 1, cpu(), 2, dtype_of<T>());
-  auto bias = uniform({n}, -1, 1, cpu(), 3, dtype_of<T>());
-  auto C = uniform({m, n}, -1, 1, cpu(), 4, dtype_of<T>());
-  const auto ha = host_doubles<T>(A), hb = host_doubles<T>(B), hbias = host_doubles<T>(bias), hc = host_doubles<T>(C);
-  std::vector<double> ref(m * n);
+
+/// C (m x n) = op(A) op(B) (+ bias) (+ C) in float64 on the host, from operands made for a test.
+struct GemmCase {
+  std::int64_t m, n, k;
+  bool transpose_a, transpose_b, with_bias, accumulate;
+};
+
+template <class T>
+struct GemmOperands {
+  Tensor A, B, bias, C;
+  std::vector<double> ref;
+  detail::GemmShape s;
+};
+
+template <class T>
+GemmOperands<T> make_gemm(const GemmCase& g) {
+  const auto [m, n, k, ta, tb, with_bias, accumulate] = g;
+  GemmOperands<T> o;
+  o.A = uniform(ta ? Shape{k, m} : Shape{m, k}, -1, 1, cpu(), 1, dtype_of<T>());
+  o.B = uniform(tb ? Shape{n, k} : Shape{k, n}, -1, 1, cpu(), 2, dtype_of<T>());
+  o.bias = uniform({n}, -1, 1, cpu(), 3, dtype_of<T>());
+  o.C = uniform({m, n}, -1, 1, cpu(), 4, dtype_of<T>());
+  const auto ha = host_doubles<T>(o.A), hb = host_doubles<T>(o.B), hbias = host_doubles<T>(o.bias),
+             hc = host_doubles<T>(o.C);
+  o.ref.resize(m * n);
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       double v = (with_bias ? hbias[j] : 0) + (accumulate ? hc[i * n + j] : 0);
-      for (std::int64_t p = 0; p < k; ++p)
-        v += (transpose_a ? ha[p * m + i] : ha[i * k + p]) * (transpose_b ? hb[j * k + p] : hb[p * n + j]);
-      ref[i * n + j] = v;
+      for (std::int64_t p = 0; p < k; ++p) v += (ta ? ha[p * m + i] : ha[i * k + p]) * (tb ? hb[j * k + p] : hb[p * n + j]);
+      o.ref[i * n + j] = v;
     }
-  detail::GemmShape s{m, n, k, 0, 0, 0, 0};
-  s.a_row = transpose_a ? 1 : k;
-  s.a_col = transpose_a ? m : 1;
-  s.b_row = transpose_b ? 1 : n;
-  s.b_col = transpose_b ? k : 1;
-  detail::launch_team_gemm<Tile>(detail::EmulatedGpuBackend{}, static_cast<const T*>(A.data()),
-                                 static_cast<const T*>(B.data()), static_cast<T*>(C.data()),
-                                 with_bias ? static_cast<const T*>(bias.data()) : nullptr, accumulate, s);
-  require_allclose<T>(C, ref);
+  o.s = detail::GemmShape{m, n, k, ta ? 1 : k, ta ? m : 1, tb ? 1 : n, tb ? k : 1};
+  return o;
+}
+
+template <class T>
+const T* bias_of(const GemmCase& g, const GemmOperands<T>& o) {
+  return g.with_bias ? static_cast<const T*>(o.bias.data()) : nullptr;
+}
+
+/// Every combination of transposes, bias and accumulation for one shape.
+std::vector<GemmCase> gemm_variants(std::int64_t m, std::int64_t n, std::int64_t k) {
+  std::vector<GemmCase> cases;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (bool with_bias : {false, true})
+        for (bool accumulate : {false, true}) cases.push_back({m, n, k, ta, tb, with_bias, accumulate});
+  return cases;
+}
+
+template <class Tile, class T>
+void check_team_gemm(bool transpose_a, bool transpose_b, bool with_bias, bool accumulate) {
+  // Partial tiles in every direction, a partial k-slice.
+  const GemmCase g{13, 11, 21, transpose_a, transpose_b, with_bias, accumulate};
+  auto o = make_gemm<T>(g);
+  detail::launch_team_gemm<Tile>(detail::EmulatedGpuBackend{}, static_cast<const T*>(o.A.data()),
+                                 static_cast<const T*>(o.B.data()), static_cast<T*>(o.C.data()), bias_of(g, o),
+                                 accumulate, o.s);
+  require_allclose<T>(o.C, o.ref);
 }
 
 /// Shared memory has 32 banks of 4-byte words. A warp's access is served in phases: all 32 lanes
@@ -120,6 +158,72 @@ TEMPLATE_TEST_CASE("the cooperative GEMM kernel is right on odd shapes and trans
           if (kten::host_threads() >= 2)
             kten::test::check_team_gemm<kten::detail::EmulatedTiling<T, 2>, T>(ta, tb, with_bias, accumulate);
         }
+}
+
+TEMPLATE_TEST_CASE("the host GEMM plan shrinks tiles with the product and keeps every thread busy",
+                   "[internal][matmul]", float, double) {
+  using Blk = kten::detail::HostGemmBlocking<TestType>;
+  using kten::detail::plan_host_gemm;
+  auto shape = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return kten::detail::GemmShape{m, n, k, k, 1, n, 1};
+  };
+  CHECK(plan_host_gemm<TestType>(shape(4, 4, 4), 2).direct);
+  CHECK(plan_host_gemm<TestType>(shape(8, 8, 8), 2).direct);
+  CHECK_FALSE(plan_host_gemm<TestType>(shape(16, 16, 16), 2).direct);
+  for (auto [m, n, threads] : std::vector<std::array<std::int64_t, 3>>{
+           {100, 100, 1}, {100, 100, 2}, {100, 100, 3}, {2048, 2048, 2}, {1024, 1024, 2}, {512, 512, 2},
+           {32, 1024, 2}, {1000, 40, 2}, {2048, 2048, 48}, {100, 100, 16}, {7, 9, 4}}) {
+    CAPTURE(m, n, threads);
+    const auto plan = plan_host_gemm<TestType>(shape(m, n, 64), static_cast<int>(threads));
+    REQUIRE_FALSE(plan.direct);
+    CHECK(plan.rows % Blk::rows == 0);
+    CHECK(plan.cols % Blk::cols == 0);
+    CHECK(plan.cols <= Blk::nc);
+    // The tiles cover C, none of them empty, and padding stays within one micro-tile.
+    CHECK(plan.tiles_m * plan.rows >= m);
+    CHECK((plan.tiles_m - 1) * plan.rows < m);
+    CHECK(plan.tiles_n * plan.cols >= n);
+    CHECK((plan.tiles_n - 1) * plan.cols < n);
+    CHECK(plan.rows < m + Blk::rows);
+    CHECK(plan.cols < n + Blk::cols);
+    if (threads == 1) CHECK(plan.tiles_m == 1);
+    // Every thread gets a tile when there are enough micro-tiles, and the tiles share out evenly,
+    // or there are plenty of them, or they cannot be cut finer.
+    const std::int64_t micro_tiles = (m + Blk::rows - 1) / Blk::rows * ((n + Blk::cols - 1) / Blk::cols);
+    CHECK(plan.tiles() >= std::min(threads, micro_tiles));
+    CHECK((plan.tiles() % threads == 0 || plan.tiles() >= 4 * threads || plan.tiles() == micro_tiles));
+  }
+}
+
+TEMPLATE_TEST_CASE("the host GEMM is right on every path, transposes, bias and accumulation",
+                   "[internal][matmul]", float, double) {
+  using T = TestType;
+  using Blk = kten::detail::HostGemmBlocking<T>;
+  const kten::detail::HostBackend host;
+  // The direct loop; one tile with an edge strip and edge columns; several k-slices and column
+  // blocks, big enough to run on every thread.
+  const std::vector<std::array<std::int64_t, 3>> shapes = {
+      {5, 7, 3}, {2 * Blk::rows + 3, Blk::cols + 5, 17}, {Blk::rows + 1, Blk::nc + Blk::cols + 3, Blk::kc + 5}};
+  for (auto [m, n, k] : shapes)
+    for (const auto& g : kten::test::gemm_variants(m, n, k)) {
+      CAPTURE(m, n, k, g.transpose_a, g.transpose_b, g.with_bias, g.accumulate);
+      auto o = kten::test::make_gemm<T>(g);
+      kten::detail::gemm_kernel(host, static_cast<const T*>(o.A.data()), static_cast<const T*>(o.B.data()),
+                                static_cast<T*>(o.C.data()), kten::test::bias_of(g, o), g.accumulate, o.s);
+      kten::test::require_allclose<T>(o.C, o.ref, 1e-4 * (sizeof(T) == 4), sizeof(T) == 4 ? 1e-4 : 1e-12);
+    }
+  // Every split the plan makes for 1 to 7 threads, run as planned.
+  for (int threads = 1; threads <= 7; ++threads)
+    for (const auto& g : kten::test::gemm_variants(3 * Blk::rows + 2, 2 * Blk::cols + 1, 9)) {
+      CAPTURE(threads, g.transpose_a, g.transpose_b, g.with_bias, g.accumulate);
+      auto o = kten::test::make_gemm<T>(g);
+      const auto plan = kten::detail::plan_host_gemm<T>(o.s, threads);
+      REQUIRE_FALSE(plan.direct);
+      kten::detail::run_host_gemm(Kokkos::DefaultHostExecutionSpace(), plan, static_cast<const T*>(o.A.data()),
+                                  static_cast<const T*>(o.B.data()), static_cast<T*>(o.C.data()),
+                                  kten::test::bias_of(g, o), g.accumulate, o.s);
+      kten::test::require_allclose<T>(o.C, o.ref, 1e-5 * (sizeof(T) == 4), sizeof(T) == 4 ? 1e-5 : 1e-12);
+    }
 }
 
 TEST_CASE("the bank-conflict model counts what the hardware serialises", "[internal][matmul]") {

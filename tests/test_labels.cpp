@@ -3,9 +3,12 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 
+#include "dispatch.hpp"
 #include "support.hpp"
 
 namespace {
@@ -20,6 +23,14 @@ void note(const char* kind, const char* label) {
 }
 void on_kernel(const char* label, std::uint32_t, std::uint64_t*) { note("kernel", label); }
 void on_region(const char* label) { note("region", label); }
+std::vector<std::pair<std::string, std::uint32_t>>& launches() {
+  static std::vector<std::pair<std::string, std::uint32_t>> seen;
+  return seen;
+}
+void on_launch(const char* label, std::uint32_t device_id, std::uint64_t*) {
+  std::lock_guard<std::mutex> lock(labels_mutex);
+  launches().emplace_back(label, device_id);
+}
 void on_allocation(Kokkos::Profiling::SpaceHandle, const char* label, const void*, std::uint64_t) {
   note("allocation", label);
 }
@@ -61,10 +72,54 @@ TEST_CASE("every kernel, allocation and region kten produces is labelled kten::"
   tools::set_allocate_data_callback(nullptr);
   std::lock_guard<std::mutex> lock(labels_mutex);
   CHECK(labels().size() > 10);
-  // Kokkos' OpenMP backend grows its own per-thread team scratch pool without a label.
+  // Kokkos grows its own team scratch pools: OpenMP's per thread without a label, Serial's (small
+  // products run there) under its own name.
   labels().erase("allocation [unlabeled]");
+  labels().erase("allocation Kokkos::Serial::scratch_mem");
   for (const auto& entry : labels()) {
     INFO(entry);
     CHECK(entry.find(" kten::") != std::string::npos);
+  }
+}
+
+TEST_CASE("small cpu() kernels run on the calling thread, large ones on every host thread", "[labels][dispatch]") {
+  using namespace kten;
+  namespace tools = Kokkos::Tools::Experimental;
+  const Device d = test::device();
+  auto small = ones({100}, d), large = ones({1 << 20}, d);
+  auto A = ones({8, 8}, d), B = ones({256, 256}, d);
+  synchronize(d);
+  launches().clear();
+  tools::set_begin_parallel_for_callback(on_launch);
+  tools::set_begin_parallel_reduce_callback(on_launch);
+  (void)(small + small);
+  (void)(large + large);
+  (void)matmul(A, A);
+  (void)matmul(B, B);
+  (void)sum(small);
+  synchronize(d);
+  tools::set_begin_parallel_for_callback(nullptr);
+  tools::set_begin_parallel_reduce_callback(nullptr);
+  std::vector<std::pair<std::string, std::uint32_t>> seen;
+  {
+    std::lock_guard<std::mutex> lock(labels_mutex);
+    seen = launches();
+  }
+  REQUIRE(seen.size() >= 5);
+  const std::uint32_t serial = tools::device_id(detail::HostSerialSpace()),
+                      host = tools::device_id(Kokkos::DefaultHostExecutionSpace());
+  // In order: the small add, the large add, the small and large products, then the small sum.
+  CHECK(seen[0].first == "kten::add");
+  CHECK(seen[1].first == "kten::add");
+  CHECK(seen[2].first == "kten::gemm");
+  CHECK(seen[3].first == "kten::gemm");
+  if (d.is_cpu()) {
+    CHECK(seen[0].second == serial);
+    CHECK(seen[1].second == host);
+    CHECK(seen[2].second == serial);
+    CHECK(seen[3].second == host);
+    for (std::size_t i = 4; i < seen.size(); ++i) CHECK(seen[i].second == serial);
+  } else {  // GPUs, emulated ones included, launch everything on the device's instance
+    for (const auto& [label, id] : seen) CHECK(id == seen[1].second);
   }
 }
