@@ -7,6 +7,8 @@
 #include <kten/detail/kokkos_compat.hpp>
 
 #include "backend_glue.hpp"
+#include "dispatch.hpp"
+#include "host_isa.hpp"
 
 namespace kten {
 
@@ -37,6 +39,16 @@ std::vector<std::string> enabled_backends() {
 int host_threads() { return detail::compat::host_concurrency(); }
 std::string cpu_model() { return detail::host_cpu_model(); }
 std::vector<GpuProperties> gpu_properties() { return detail::gpu_device_properties(); }
+std::string cpu_vector_isa() { return detail::HostIsa::name; }
+std::int64_t host_serial_grain() { return detail::host_serial_grain; }
+
+std::string gemm_micro_kernel() {
+  using F = detail::HostGemmBlocking<float>;
+  using D = detail::HostGemmBlocking<double>;
+  return "float32 " + std::to_string(F::rows) + "x" + std::to_string(F::cols) + ", float64 " + std::to_string(D::rows) +
+         "x" + std::to_string(D::cols) + " register tiles; k-slices " + std::to_string(F::kc) + " / " +
+         std::to_string(D::kc) + ", column blocks " + std::to_string(F::nc) + " / " + std::to_string(D::nc);
+}
 
 void print_device_report(std::ostream& os) {
   os << "kten " << version() << "  (Kokkos " << kokkos_version() << ")\n";
@@ -44,6 +56,8 @@ void print_device_report(std::ostream& os) {
   for (const auto& b : enabled_backends()) os << ' ' << b;
   os << "\nhost       : cpu(0) = " << cpu_model() << ", " << host_threads() << " threads ("
      << Kokkos::DefaultHostExecutionSpace::name() << ")\n";
+  os << "host ISA   : " << cpu_vector_isa() << " (as compiled); matmul " << gemm_micro_kernel()
+     << "\n             operations under " << host_serial_grain() << " elements run on the calling thread\n";
   if (gpus_are_emulated()) {
     os << "GPUs       : *** EMULATED *** KTEN_EMULATE_GPUS=" << num_gpus() << ": gpu(0) to gpu("
        << num_gpus() - 1 << ") are host-memory stand-ins for testing device rules, not GPUs.\n"

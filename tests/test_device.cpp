@@ -74,3 +74,18 @@ TEST_CASE("the device report names versions, backends and threads", "[device][in
   CHECK(host_threads() >= 1);
   if (gpus_are_emulated()) CHECK(report.find("EMULATED") != std::string::npos);
 }
+
+TEST_CASE("the device report names the vector ISA and the matmul micro-kernel in use", "[device][info]") {
+  std::ostringstream os;
+  print_device_report(os);
+  const std::string report = os.str(), isa = cpu_vector_isa(), kernel = gemm_micro_kernel();
+  CHECK((isa == "AVX-512" || isa == "AVX2+FMA" || isa == "generic 128-bit"));
+#if defined(__AVX512F__)  // kten and its tests are compiled for the same architecture
+  CHECK(isa == "AVX-512");
+#endif
+  CHECK(kernel.find("float32 ") != std::string::npos);
+  CHECK(kernel.find("float64 ") != std::string::npos);
+  CHECK(report.find(isa) != std::string::npos);
+  CHECK(report.find(kernel) != std::string::npos);
+  CHECK(report.find(std::to_string(host_serial_grain())) != std::string::npos);
+}

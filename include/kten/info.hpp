@@ -3,6 +3,7 @@
 /// \brief What this build and this machine offer: the report `kten-info` prints.
 
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -30,6 +31,15 @@ std::vector<std::string> enabled_backends();
 int host_threads();
 /// \brief The host CPU's model name, from /proc/cpuinfo where available.
 std::string cpu_model();
+/// \brief The vector instruction set kten's host kernels were compiled for: "AVX-512",
+/// "AVX2+FMA" or "generic 128-bit" (set by the architecture the build targets, not the machine).
+std::string cpu_vector_isa();
+/// \brief The host matrix-product micro-kernel and blocking, e.g.
+/// "float32 10x32, float64 6x24 register tiles; k-slices 384, column blocks 480 / 240".
+std::string gemm_micro_kernel();
+/// \brief Elements below which a cpu() operation runs on the calling thread, without waking the
+/// other host threads.
+std::int64_t host_serial_grain();
 /// \brief Every CUDA device the driver shows (empty in host-only builds or without GPUs).
 std::vector<GpuProperties> gpu_properties();
 /// \brief Writes the device report (the library's nvidia-smi) to `os`.
