@@ -6,7 +6,7 @@
 //    one thread per tile of C packs a k-slice of op(B) into an L2-sized block and streams strips
 //    of op(A) past it, keeping a rows x cols micro-tile of C in registers (10 x 32 floats on
 //    AVX-512: 20 zmm accumulators). Tiles shrink with the problem and split until every thread
-//    has work; products of a few thousand multiply-adds take a direct loop (HostSmallGemmKernel).
+//    has work; small products run on the calling thread.
 //  - TeamGemmKernel (GPUs, real and emulated): the SIMT SGEMM ladder (2-D block tiling, k-major
 //    shared-memory tiles, 128-bit shared-memory loads, warp tiling). A team of `threads` threads
 //    loads a BK-deep slice of op(A) and op(B) into padded k-major scratch, then each thread
@@ -35,19 +35,14 @@ struct GemmShape {
 
 // --- host --------------------------------------------------------------------------------------
 
-/// \brief Products of at most this many multiply-adds (about 10^3) skip tiling: a loop over rows
-/// of C that accumulates B's rows in place, with no packing and no scratch. Above it the tiles
-/// win, even for 16^3 (measured; docs/performance.md).
-inline constexpr double host_direct_gemm_macs = 1024;
 /// \brief What a multiply-add of a product weighs against the serial grain of
 /// with_execution_space, which counts elements of a bandwidth-bound operation: one thread runs a
 /// 40^3 product in about the 1 us the grain stands for (measured; docs/performance.md).
 inline constexpr double host_gemm_macs_per_element = 4;
 
-/// \brief How the host cuts C: the direct loop, or tiles of `rows` x `cols` (whole micro-tiles),
-/// `tiles_m` x `tiles_n` of them, one per team (thread).
+/// \brief How the host cuts C: tiles of `rows` x `cols` (whole micro-tiles), `tiles_m` x
+/// `tiles_n` of them, one per team (thread).
 struct HostGemmPlan {
-  bool direct = false;
   std::int64_t rows = 0, cols = 0, tiles_m = 0, tiles_n = 0;
   std::int64_t tiles() const { return tiles_m * tiles_n; }
 };
@@ -60,10 +55,6 @@ template <class T>
 HostGemmPlan plan_host_gemm(const GemmShape& s, int threads) {
   using Blk = HostGemmBlocking<T>;
   HostGemmPlan plan;
-  if (static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <= host_direct_gemm_macs) {
-    plan.direct = true;
-    return plan;
-  }
   auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
   const std::int64_t micro_rows = ceil_div(s.m, Blk::rows), micro_cols = ceil_div(s.n, Blk::cols);
   std::int64_t parts_m = 1, parts_n = ceil_div(micro_cols, Blk::nc / Blk::cols);
@@ -80,37 +71,12 @@ HostGemmPlan plan_host_gemm(const GemmShape& s, int threads) {
   return plan;
 }
 
-/// \brief Small products: one row of C per index, B's rows accumulated into it in place.
-template <class T>
-struct HostSmallGemmKernel {
-  const T *A, *B;
-  T* C;
-  const T* bias;
-  bool accumulate;
-  GemmShape s;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    T* c = C + i * s.n;
-    if (!accumulate)
-      for (std::int64_t j = 0; j < s.n; ++j) c[j] = T(0);
-    for (std::int64_t p = 0; p < s.k; ++p) {
-      const T a = A[i * s.a_row + p * s.a_col];
-      const T* b = B + p * s.b_row;
-      if (s.b_col == 1)
-        for (std::int64_t j = 0; j < s.n; ++j) c[j] = host_fma(a, b[j], c[j]);
-      else
-        for (std::int64_t j = 0; j < s.n; ++j) c[j] = host_fma(a, b[j * s.b_col], c[j]);
-    }
-    if (bias)
-      for (std::int64_t j = 0; j < s.n; ++j) c[j] += bias[j];
-  }
-};
-
 /// \brief One team (thread) per tile of C. Per k-slice the thread packs the tile's kc x cols slice
 /// of op(B) into scratch as micro-panels (kc rows of one micro-tile's columns, zero past n), then
 /// walks the tile's rows a strip of `rows` at a time: the strip of op(A) is read in place when A's
 /// rows are contiguous (it stays in L1 across the strip's micro-tiles), packed otherwise and for
-/// the last, partial strip. Each micro-tile keeps rows x cols accumulators in registers; C carries
-/// the partial sums between k-slices.
+/// the last, partial strip. Each micro-tile keeps rows x cols accumulators in registers; an edge one runs
+/// the narrowest whole-vector kernel that covers it. C carries the partial sums between k-slices.
 template <class T, class Member>
 struct HostGemmKernel {
   using Blk = HostGemmBlocking<T>;
@@ -127,25 +93,43 @@ struct HostGemmKernel {
     return sizeof(T) * (static_cast<std::size_t>(KC) * plan.cols + MR * KC) + 2 * 64;
   }
 
-  /// \brief c (MR x NR, row stride ldc) = (load ? c : 0) + a b (+ bias), over kb steps of k.
-  /// a(r, p) is a[p * MR + r] when Packed, else a[r * lda + p]; b is a packed micro-panel.
-  template <bool Packed>
+  /// \brief c (MR x Cols, row stride ldc) = (load ? c : 0) + a b (+ bias), over kb steps of k.
+  /// a(r, p) is a[p * MR + r] when Packed, else a[r * lda + p]; b is a packed micro-panel (rows
+  /// of NR), of which the first Cols columns are used.
+  template <bool Packed, int Cols>
   KOKKOS_INLINE_FUNCTION static void micro_tile(const T* a, std::int64_t lda, const T* b, int kb, T* c,
                                                 std::int64_t ldc, bool load, const T* bias) {
-    T acc[MR * NR];
+    T acc[MR * Cols];
     for (int r = 0; r < MR; ++r)
-      for (int j = 0; j < NR; ++j) acc[r * NR + j] = load ? c[r * ldc + j] : T(0);
+      for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = load ? c[r * ldc + j] : T(0);
     for (int p = 0; p < kb; ++p) {
       const T* bp = b + p * NR;
       KTEN_UNROLL
       for (int r = 0; r < MR; ++r) {
         const T av = Packed ? a[p * MR + r] : a[r * lda + p];
         KTEN_UNROLL
-        for (int j = 0; j < NR; ++j) acc[r * NR + j] = host_fma(av, bp[j], acc[r * NR + j]);
+        for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = host_fma(av, bp[j], acc[r * Cols + j]);
       }
     }
     for (int r = 0; r < MR; ++r)
-      for (int j = 0; j < NR; ++j) c[r * ldc + j] = bias ? acc[r * NR + j] + bias[j] : acc[r * NR + j];
+      for (int j = 0; j < Cols; ++j) c[r * ldc + j] = bias ? acc[r * Cols + j] + bias[j] : acc[r * Cols + j];
+  }
+
+  /// \brief An edge micro-tile, h <= MR rows by w <= NR columns of c: the narrowest kernel that
+  /// covers w in whole vectors, run on a buffer so that only the h x w part touches C.
+  template <bool Packed, int Cols>
+  KOKKOS_INLINE_FUNCTION static void edge_tile(const T* a, std::int64_t lda, const T* b, int kb, T* c,
+                                               std::int64_t ldc, int h, int w, bool load, const T* bias) {
+    if constexpr (Cols > Blk::lanes) {
+      if (w <= Cols - Blk::lanes) return edge_tile<Packed, Cols - Blk::lanes>(a, lda, b, kb, c, ldc, h, w, load, bias);
+    }
+    T edge[MR * Cols] = {};
+    if (load)
+      for (int r = 0; r < h; ++r)
+        for (int j = 0; j < w; ++j) edge[r * Cols + j] = c[r * ldc + j];
+    micro_tile<Packed, Cols>(a, lda, b, kb, edge, Cols, true, nullptr);
+    for (int r = 0; r < h; ++r)
+      for (int j = 0; j < w; ++j) c[r * ldc + j] = bias ? edge[r * Cols + j] + bias[j] : edge[r * Cols + j];
   }
 
   /// \brief Packs op(B)(k0 .. k0+kb, j0 .. j1) as micro-panels of NR columns, zero past j1.
@@ -192,22 +176,11 @@ struct HostGemmKernel {
           const int w = j1 - jb < NR ? static_cast<int>(j1 - jb) : NR;
           const T* b = Bs + (jb - j0) * kb;
           T* c = C + i * s.n + jb;
-          auto multiply = [&](T* out, std::int64_t ldc, bool load_out, const T* bias_cols) {
-            if (in_place) micro_tile<false>(a, s.a_row, b, kb, out, ldc, load_out, bias_cols);
-            else micro_tile<true>(a, 0, b, kb, out, ldc, load_out, bias_cols);
-          };
-          if (h == MR && w == NR) {
-            multiply(c, s.n, load, last && bias ? bias + jb : nullptr);
-            continue;
-          }
-          // An edge micro-tile goes through a full-size buffer; only its h x w part touches C.
-          T edge[MR * NR] = {};
-          if (load)
-            for (int r = 0; r < h; ++r)
-              for (int j = 0; j < w; ++j) edge[r * NR + j] = c[r * s.n + j];
-          multiply(edge, NR, true, nullptr);
-          for (int r = 0; r < h; ++r)
-            for (int j = 0; j < w; ++j) c[r * s.n + j] = last && bias ? edge[r * NR + j] + bias[jb + j] : edge[r * NR + j];
+          const T* bias_cols = last && bias ? bias + jb : nullptr;
+          if (in_place && w == NR) micro_tile<false, NR>(a, s.a_row, b, kb, c, s.n, load, bias_cols);
+          else if (in_place) edge_tile<false, NR>(a, s.a_row, b, kb, c, s.n, h, w, load, bias_cols);
+          else if (h == MR && w == NR) micro_tile<true, NR>(a, 0, b, kb, c, s.n, load, bias_cols);
+          else edge_tile<true, NR>(a, 0, b, kb, c, s.n, h, w, load, bias_cols);
         }
       }
     }
@@ -420,7 +393,7 @@ void launch_team_gemm(const Backend& be, const T* A, const T* B, T* C, const T* 
                        TeamGemmKernel<T, Tile, typename Policy::member_type>{A, B, C, bias, accumulate, s, tiles_n});
 }
 
-/// \brief The tiled host product on `space` as `plan` cuts it (plan.direct is not looked at).
+/// \brief The host product on `space` as `plan` cuts it.
 template <class Space, class T>
 void run_host_gemm(const Space& space, const HostGemmPlan& plan, const T* A, const T* B, T* C, const T* bias,
                    bool accumulate, const GemmShape& s) {
@@ -432,8 +405,8 @@ void run_host_gemm(const Space& space, const HostGemmPlan& plan, const T* A, con
                        Kernel{A, B, C, bias, accumulate, s, plan});
 }
 
-/// \brief cpu(): the direct loop or the tiled kernel, on the calling thread when the product is
-/// small, else on every thread.
+/// \brief cpu(): on the calling thread when the product is small (one tile there), else on every
+/// thread.
 template <class Backend, class T>
 void launch_host_gemm(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate,
                       const GemmShape& s) {
@@ -441,9 +414,7 @@ void launch_host_gemm(const Backend& be, const T* A, const T* B, T* C, const T* 
   const double elements = std::max(macs / host_gemm_macs_per_element, static_cast<double>(s.m) * s.n);  // C once
   const std::int64_t work = elements < 1e18 ? static_cast<std::int64_t>(elements) : INT64_MAX;
   with_execution_space(be, work, [&](auto space) {
-    const HostGemmPlan plan = plan_host_gemm<T>(s, space.concurrency());
-    if (plan.direct) for_each_index("kten::gemm", be, s.m, HostSmallGemmKernel<T>{A, B, C, bias, accumulate, s}, work);
-    else run_host_gemm(space, plan, A, B, C, bias, accumulate, s);
+    run_host_gemm(space, plan_host_gemm<T>(s, space.concurrency()), A, B, C, bias, accumulate, s);
   });
 }
 
