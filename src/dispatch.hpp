@@ -104,8 +104,9 @@ using HostSerialSpace = Kokkos::DefaultHostExecutionSpace;
 
 /// \brief Work (elements of a bandwidth-bound operation) below which a cpu() kernel runs on the
 /// calling thread: waking the other threads (an OpenMP fork-join, about 1 us) costs more than
-/// they save on less (measured; docs/performance.md). PyTorch's grain is 32768.
-inline constexpr std::int64_t host_serial_grain = 16384;
+/// they save on less. Measured on two threads, one thread breaks even with all of them at about
+/// 16K elements for an add and 6K for exp (docs/performance.md). PyTorch's grain is 32768.
+inline constexpr std::int64_t host_serial_grain = 8192;
 
 /// \brief Calls f(space) with the execution space instance a kernel over `work` elements runs on:
 /// the backend's, except on cpu() below host_serial_grain, where it is HostSerialSpace.

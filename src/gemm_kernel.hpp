@@ -35,10 +35,11 @@ struct GemmShape {
 
 // --- host --------------------------------------------------------------------------------------
 
-/// \brief What a multiply-add of a product weighs against the serial grain of
-/// with_execution_space, which counts elements of a bandwidth-bound operation: one thread runs a
-/// 40^3 product in about the 1 us the grain stands for (measured; docs/performance.md).
-inline constexpr double host_gemm_macs_per_element = 4;
+/// \brief What a multiply-add weighs against the serial grain of with_execution_space, which
+/// counts elements of a bandwidth-bound operation: a product runs on the calling thread below
+/// 8 x 8192 = 65536 multiply-adds (about 40^3), where one thread and two break even
+/// (measured; docs/performance.md).
+inline constexpr double host_gemm_macs_per_element = 8;
 
 /// \brief How the host cuts C: tiles of `rows` x `cols` (whole micro-tiles), `tiles_m` x
 /// `tiles_n` of them, one per team (thread).
