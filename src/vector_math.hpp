@@ -2,8 +2,8 @@
 // Internal: e^x from plain arithmetic (Cephes' expf / exp), so compilers vectorise it on CPUs,
 // where a call to the C library's exp runs one element at a time. Range reduction
 // x = k ln2 + r (|r| <= ln2/2, Cody-Waite split of ln2), a polynomial (float) or Pade (double)
-// approximation of e^r, then 2^k assembled in the exponent bits. About 1 ulp; overflow gives inf,
-// underflow 0, NaN stays NaN.
+// approximation of e^r, then 2^k assembled in the exponent bits. About 1 ulp over the whole range,
+// subnormal results included; overflow gives inf, underflow 0, NaN stays NaN.
 
 #include <cmath>
 #include <cstdint>
@@ -13,22 +13,24 @@
 
 namespace kten::detail {
 
-// IEEE layout of T: the integer of its width, mantissa bits, exponent bias, and the largest x
-// whose e^x is finite and smallest whose e^x is normal.
+// IEEE layout of T: the integer of its width, mantissa bits, exponent bias; hi is the largest x
+// whose e^x is finite, and below lo e^x is under half the smallest subnormal, so rounds to 0.
 template <class T> struct ExpTraits;
 template <> struct ExpTraits<float> {
   using Int = std::int32_t;
   static constexpr int mantissa = 23, bias = 127;
-  static constexpr float hi = 88.7228f, lo = -87.3365f;
+  static constexpr float hi = 88.72283172607421875f, lo = -104.f;  // ln(2^-150) = -103.97
 };
 template <> struct ExpTraits<double> {
   using Int = std::int64_t;
   static constexpr int mantissa = 52, bias = 1023;
-  static constexpr double hi = 709.78, lo = -708.39;
+  static constexpr double hi = 709.78271289338397, lo = -746.0;  // ln(2^-1075) = -745.13
 };
 
 // er * 2^k for the clamped k, then the edges: inf above hi, 0 below lo, NaN unchanged. 2^k is
-// built as two powers of two so each stays a normal number over the whole range of k.
+// built as two powers of two, each a normal number over the whole range of k (|k| <= 1076), so
+// er * s1 is exact and the one rounding is the last product's: subnormal results come out right
+// without a branch.
 template <class T>
 KOKKOS_INLINE_FUNCTION T exp_finish(T x, T er, T k) {
   using E = ExpTraits<T>;
