@@ -134,8 +134,9 @@ void fma_kernel(const Backend& be, const T* a, const T* b, const T* c, T* out, s
                        KOKKOS_LAMBDA(std::int64_t i) { out[i] = compat::fma(a[i], b[i], c[i]); });
 }
 
+// The same test as Relu: where relu passed x (x > 0 or NaN), the gradient passes.
 struct ReluGrad {
-  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x > T(0) ? g : T(0); }
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x <= T(0) ? T(0) : g; }
 };
 
 Tensor relu_grad(const Tensor& x, const Tensor& grad) { return zip("kten::relu_grad", x, grad, ReluGrad{}); }

@@ -22,7 +22,8 @@ struct Log { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const {
 struct Sqrt { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::sqrt(x); } };
 struct Abs { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::fabs(x); } };
 struct Neg { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return -x; } };
-struct Relu { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x > T(0) ? x : T(0); } };
+// x <= 0 is false for NaN, so NaN passes through (NumPy's maximum(x, 0), PyTorch's relu).
+struct Relu { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x <= T(0) ? T(0) : x; } };
 struct Sigmoid {
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return T(1) / (T(1) + exp_approx(-x)); }
 };
@@ -54,7 +55,7 @@ struct Broadcast {
 /// \brief NumPy broadcasting of two shapes; ShapeError names the operation and the clash.
 Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 
-/// \brief grad * (x > 0): the gradient of relu at x.
+/// \brief The gradient of relu at x: 0 where x <= 0, else grad (NaN x included, as in PyTorch).
 Tensor relu_grad(const Tensor& x, const Tensor& grad);
 /// \brief p -= lr * (g + weight_decay * p), in place.
 void sgd_update(const Tensor& p, const Tensor& g, double lr, double weight_decay);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <unistd.h>
@@ -135,6 +136,23 @@ TEST_CASE("backward matches finite differences in float64", "[nn][grad]") {
     numeric_x[i] = (loss_value(tensor(up, {6, 3}, d)) - loss_value(tensor(down, {6, 3}, d))) / (2 * h);
   }
   test::require_allclose(test::host_doubles<double>(grad_x), numeric_x, 1e-5, 1e-8);
+}
+
+TEST_CASE("ReLU backward passes the gradient where the input is positive or NaN, like PyTorch", "[nn][grad]") {
+  const Device d = test::device();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  nn::ReLU relu;
+  relu.to(d);
+  relu(tensor({nan, -1.0, 0.0, 2.0}, d));
+  // A NaN input took the identity branch forward (relu(nan) is nan), so its gradient passes too.
+  CHECK(test::host_doubles<double>(relu.backward(tensor({3.0, 3.0, 3.0, 3.0}, d))) ==
+        std::vector<double>{3, 0, 0, 3});
+  // A NaN gradient reaches the input wherever the gradient passes; where relu is flat it is 0.
+  const auto g = test::host_doubles<double>(relu.backward(tensor({nan, nan, nan, nan}, d)));
+  CHECK(std::isnan(g[0]));
+  CHECK(g[1] == 0);
+  CHECK(g[2] == 0);
+  CHECK(std::isnan(g[3]));
 }
 
 TEST_CASE("gradients accumulate until zero_grad, and backward needs a forward", "[nn][grad]") {

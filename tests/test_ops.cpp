@@ -169,6 +169,15 @@ TEMPLATE_TEST_CASE("exp is within 1 ulp from overflow down to the smallest subno
   CHECK(e[6] == 0);
 }
 
+TEMPLATE_TEST_CASE("relu propagates NaN like NumPy's maximum(x, 0)", "[ops]", float, double) {
+  using T = TestType;
+  using limits = std::numeric_limits<T>;
+  const std::vector<T> x = {limits::quiet_NaN(), -1, 0, 2, limits::infinity(), -limits::infinity()};
+  const auto y = relu(kten::tensor(x, test::device())).template to_vector<T>();
+  CHECK(std::isnan(y[0]));
+  CHECK(std::vector<T>(y.begin() + 1, y.end()) == std::vector<T>{0, 0, 2, limits::infinity(), 0});
+}
+
 TEMPLATE_TEST_CASE("whole-tensor reductions return 0-d tensors on the device", "[ops][reduce]", float, double) {
   const Device d = test::device();
   for (std::int64_t n : {1, 7, 1000, 100003}) {
