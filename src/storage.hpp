@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include <kten/device.hpp>
 #include <kten/tensor.hpp>
@@ -17,6 +18,9 @@ struct Storage {
   std::shared_ptr<void> owner;  // the Kokkos::View (kten's or the user's) that owns the memory
   bool pinned = false;          // page-locked host memory (CudaHostPinnedSpace)
 };
+
+/// \brief "1.50 GiB": a byte count for messages.
+std::string human_bytes(double bytes);
 
 /// \brief Allocates `bytes` (uninitialised) on `device`; OutOfMemory names the device and size.
 std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what);

@@ -198,6 +198,12 @@ TEST_CASE("SyntheticRegression batches are seeded, shuffled and made on the host
   // y = X w + b + small noise
   const auto x = data.X().to_vector<float>(), y = data.y().to_vector<float>();
   for (int i = 0; i < 150; ++i) CHECK(std::fabs(y[i] - (2 * x[2 * i] - 3.4 * x[2 * i + 1] + 4.2)) < 0.06);
+  try {
+    data::SyntheticRegression({1.f}, 0.f, 0.f, std::numeric_limits<std::int64_t>::max(), 1, 0);
+    FAIL("expected ShapeError");
+  } catch (const ShapeError& e) {
+    CHECK(std::string(e.what()).find("does not fit in 64 bits") != std::string::npos);
+  }
 }
 
 TEST_CASE("the Trainer recovers d2l's w and b on its device, reading losses once per epoch", "[nn][trainer]") {

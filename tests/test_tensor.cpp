@@ -58,6 +58,49 @@ TEST_CASE("reshape shares storage and checks element counts", "[tensor]") {
   CHECK_THROWS_AS(A.reshape({5, 3}), ShapeError);
   CHECK_THROWS_AS(A.reshape({-1, -1}), ShapeError);
   CHECK_THROWS_AS(A.reshape({-1, 5}), ShapeError);
+  CHECK_THROWS_AS(A.reshape({-2, -6}), ShapeError);
+  // Extents whose product passes 64 bits are named as such, never multiplied into a wrapped count.
+  const std::int64_t big = std::int64_t(1) << 32;
+  for (const Shape& shape : {Shape{big, big}, Shape{big, big, -1}, Shape{-1, (std::int64_t(1) << 62) + 3, 4}}) {
+    CAPTURE(shape_str(shape));
+    try {
+      A.reshape(shape);
+      FAIL("expected ShapeError");
+    } catch (const ShapeError& e) {
+      CHECK(std::string(e.what()).find("more elements than fit in 64 bits") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("an undefined tensor has no elements and every use of it says it is undefined", "[tensor]") {
+  const Tensor t;
+  CHECK_FALSE(t.defined());
+  CHECK(t.numel() == 0);
+  CHECK(t.nbytes() == 0);
+  CHECK(t.ndim() == 0);
+  CHECK(t.shape().empty());
+  CHECK_FALSE(t.is_pinned());
+  CHECK_FALSE(t.shares_storage_with(Tensor()));
+  std::ostringstream os;
+  os << t;
+  CHECK(os.str() == "<Tensor undefined>");
+  auto expect_undefined = [](const char* what, auto use) {
+    CAPTURE(what);
+    try {
+      use();
+      FAIL("expected kten::Error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("undefined") != std::string::npos);
+    }
+  };
+  expect_undefined("device", [&] { t.device(); });
+  expect_undefined("data", [&] { t.data(); });
+  expect_undefined("size", [&] { t.size(0); });
+  expect_undefined("item", [&] { t.item<float>(); });
+  expect_undefined("to_vector", [&] { t.to_vector<float>(); });
+  expect_undefined("reshape", [&] { t.reshape({1}); });
+  expect_undefined("exp", [&] { t.exp(); });
+  expect_undefined("add", [&] { t + t; });
 }
 
 TEST_CASE("host reads check the element type and the element count", "[tensor]") {
@@ -102,6 +145,31 @@ TEST_CASE("an allocation that cannot succeed throws OutOfMemory naming the devic
     CHECK(msg.find("bytes") != std::string::npos);
   }
   CHECK_THROWS_AS(empty({std::int64_t(1) << 40, std::int64_t(1) << 40}, d), ShapeError);  // overflows 64 bits
+}
+
+TEST_CASE("a byte size past 64 bits throws OutOfMemory naming the real size, never allocating a wrapped one",
+          "[tensor]") {
+  const Device d = test::device();
+  auto expect_out_of_memory = [&](const char* what, auto make, const std::string& size) {
+    CAPTURE(what);
+    try {
+      make();
+      FAIL("expected OutOfMemory");
+    } catch (const OutOfMemory& e) {
+      const std::string msg = e.what();
+      CAPTURE(msg);
+      CHECK(msg.find(d.str()) != std::string::npos);
+      CHECK(msg.find(size) != std::string::npos);
+    }
+  };
+  const std::int64_t e62 = std::int64_t(1) << 62, e61 = std::int64_t(1) << 61;
+  // numel x dtype size wraps to 0 bytes
+  expect_out_of_memory("empty 2^62 float32", [&] { empty({e62}, d); }, "4611686018427387904 float32 elements");
+  expect_out_of_memory("zeros 2^62 float32", [&] { zeros({e62}, d); }, "4611686018427387904 float32 elements");
+  expect_out_of_memory("zeros 2^61 float64", [&] { zeros({e61}, d, float64); }, "2305843009213693952 float64 elements");
+  expect_out_of_memory("2x2^61 float32", [&] { ones({2, e61}, d); }, "16.00 EiB");
+  // 2^64 - 4 bytes fits, but the allocator's rounding up to its block size would wrap
+  expect_out_of_memory("2^62 - 1 float32", [&] { empty({e62 - 1}, d); }, "(18446744073709551612 bytes)");
 }
 
 TEST_CASE("a tensor wraps an existing Kokkos::View without copying and hands it back", "[tensor][interop]") {
