@@ -1,4 +1,5 @@
 // Tensors: creation on a device, shape and dtype, reshape, host reads, printing, interop, errors.
+#include <limits>
 #include <sstream>
 
 #include <catch2/catch_template_test_macros.hpp>
@@ -45,6 +46,52 @@ TEMPLATE_TEST_CASE("zeros, ones, full and arange fill on the device", "[tensor]"
   CHECK(arange(0, d, t).numel() == 0);
   CHECK_THROWS_AS(arange(0.0, 1.0, 0.0, d, t), ShapeError);
   CHECK(zeros({0, 3}, d, t).numel() == 0);
+}
+
+TEMPLATE_TEST_CASE("arange gives NumPy's lengths and refuses arguments that have none", "[tensor]", float, double) {
+  using T = TestType;
+  const Device d = test::device();
+  const DType t = dtype_of<T>();
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // A step past the span gives the start alone, an infinite one included (NumPy: arange(0, 10, inf) == [0]).
+  CHECK(arange(0.0, 10.0, inf, d, t).template to_vector<T>() == std::vector<T>{0});
+  CHECK(arange(3.0, -10.0, -inf, d, t).template to_vector<T>() == std::vector<T>{3});
+  CHECK(arange(1.0, 10.0, 20.0, d, t).template to_vector<T>() == std::vector<T>{1});
+  CHECK(arange(0.0, -10.0, inf, d, t).numel() == 0);
+  CHECK(arange(0.0, 10.0, -inf, d, t).numel() == 0);
+  CHECK(arange(5.0, 5.0, inf, d, t).numel() == 0);
+  CHECK(arange(0.0, 1.0, 0.3, d, t).numel() == 4);
+  auto expect_shape_error = [&](double start, double stop, double step, const std::string& needle) {
+    CAPTURE(start, stop, step);
+    try {
+      arange(start, stop, step, d, t);
+      FAIL("expected ShapeError");
+    } catch (const ShapeError& e) {
+      CAPTURE(e.what());
+      CHECK(std::string(e.what()).find(needle) != std::string::npos);
+    }
+  };
+  expect_shape_error(nan, 1, 1, "NaN");
+  expect_shape_error(0, nan, 1, "NaN");
+  expect_shape_error(0, 1, nan, "NaN");
+  expect_shape_error(0, 1, 0, "step must not be 0");
+  // Lengths that are not numbers, or do not fit in int64 (NumPy: "arange: overflow while computing length").
+  expect_shape_error(0, inf, 1, "length");
+  expect_shape_error(0, 1e30, 1, "length");
+  expect_shape_error(0, 0x1p63, 1, "length");
+  expect_shape_error(-inf, 0, 1, "length");
+  expect_shape_error(0, -1e30, 1, "length");
+  expect_shape_error(inf, inf, 1, "length");
+  // A length that fits but whose bytes do not: OutOfMemory names the element count, not a wrapped size.
+  try {
+    arange(0.0, 9.2e18, 1.0, d, t);
+    FAIL("expected OutOfMemory");
+  } catch (const OutOfMemory& e) {
+    const std::string msg = e.what();
+    CAPTURE(msg);
+    CHECK(msg.find("9200000000000000000 " + std::string(dtype_name(t)) + " elements") != std::string::npos);
+    CHECK(msg.find(std::to_string(std::uint64_t(9200000000000000000ull) * sizeof(T))) == std::string::npos);
+  }
 }
 
 TEST_CASE("reshape shares storage and checks element counts", "[tensor]") {
