@@ -55,6 +55,24 @@ TEST_CASE("a lazy Linear infers in_features at the first call, on the module's d
   CHECK_THROWS_AS(net[1], Error);
 }
 
+TEST_CASE("a lazy Linear refuses a first input it cannot take its shape from, and stays lazy", "[nn]") {
+  const Device d = test::device();
+  nn::Linear layer(3);
+  layer.to(d);
+  try {
+    layer(zeros({2, 0}, d));
+    FAIL("expected ShapeError");
+  } catch (const ShapeError& e) {
+    CHECK(std::string(e.what()).find("in_features must be >= 1") != std::string::npos);
+  }
+  CHECK(layer.in_features() == -1);
+  CHECK(layer.parameters().empty());
+  CHECK_THROWS_AS(layer(zeros({2, 4}, d, float64)), DTypeError);
+  CHECK(layer.parameters().empty());
+  CHECK(layer(ones({2, 4}, d)).shape() == Shape{2, 3});
+  CHECK(layer.in_features() == 4);
+}
+
 TEST_CASE("Linear computes x W + b and initialises like PyTorch, reproducibly", "[nn]") {
   const Device d = test::device();
   nn::Linear a(4, 3, {true, float64, 7}), b(4, 3, {true, float64, 7}), c(4, 3, {true, float64, 8});
@@ -182,6 +200,26 @@ TEST_CASE("SGD applies lr and weight decay on the device", "[nn][optim]") {
   CHECK(layer.weight().device() == d);
   test::require_allclose<double>(layer.weight(), {w0[0] - 0.5 * (1 + 0.25 * w0[0]), w0[1] - 0.5 * (2 + 0.25 * w0[1])},
                                  1e-7, 1e-7);
+}
+
+TEST_CASE("SGD refuses a learning rate or weight decay that is NaN, infinite or negative", "[nn][optim]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, inf, -inf, -0.1f}) {
+    CAPTURE(bad);
+    try {
+      optim::SGD sgd(bad);
+      FAIL("expected kten::Error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("learning rate") != std::string::npos);
+    }
+    try {
+      optim::SGD sgd(0.1f, bad);
+      FAIL("expected kten::Error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("weight decay") != std::string::npos);
+    }
+  }
+  CHECK(optim::SGD(0.f).lr() == 0.f);
 }
 
 TEST_CASE("SyntheticRegression batches are seeded, shuffled and made on the host", "[nn][data]") {
