@@ -25,6 +25,31 @@ std::vector<std::vector<double>> snapshot(nn::Module& m) {
   return out;
 }
 
+// A parameter file written field by field (the layout README.md documents), for files save() never
+// writes: each parameter's fields are given as they appear, and finish() appends a valid checksum.
+struct CraftedFile {
+  std::string bytes = std::string("KTENPRM\n");
+  CraftedFile& u(std::uint64_t v, int width) {
+    for (int i = 0; i < width; ++i) bytes.push_back(static_cast<char>(v >> (8 * i)));
+    return *this;
+  }
+  CraftedFile& parameter(const std::string& name, const std::vector<std::uint64_t>& extents, std::uint64_t byte_count,
+                         std::size_t data_bytes) {
+    u(name.size(), 4);
+    bytes += name;
+    u(0, 1).u(extents.size(), 1);  // float32
+    for (auto e : extents) u(e, 8);
+    u(byte_count, 8);
+    bytes.append(data_bytes, '\0');
+    return *this;
+  }
+  std::string finish() const {
+    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+    return CraftedFile{bytes}.u(h, 8).bytes;
+  }
+};
+
 nn::Sequential small_mlp(DType dtype, std::uint64_t seed) {
   nn::Sequential net;
   net.add(nn::Linear(3, 5, {true, dtype, seed}));
@@ -369,6 +394,60 @@ TEST_CASE("a malformed parameter file throws FormatError and leaves the model as
   wider.save(bad);
   expect_format_error("other shapes", "in the model");
   std::remove(path.c_str());
+  std::remove(bad.c_str());
+}
+
+TEST_CASE("crafted files whose sizes overflow, and paths that are not files, throw FormatError", "[nn][io]") {
+  const Device d = test::device();
+  const std::string bad = temp_path("crafted.kten");
+  nn::Sequential lazy;
+  lazy.add(nn::Linear(4));
+  lazy.to(d);
+  nn::Sequential eager;
+  eager.add(nn::Linear(3, 4, {true, float32, 8}));
+  eager.to(d);
+  const auto before = snapshot(eager);
+  auto expect_format_error = [&](const std::string& what, const std::string& path, const std::string& needle) {
+    CAPTURE(what);
+    for (nn::Sequential* model : {&lazy, &eager}) {
+      try {
+        model->load(path, d);
+        FAIL("expected FormatError");
+      } catch (const FormatError& e) {
+        CAPTURE(e.what());
+        CHECK(std::string(e.what()).find(needle) != std::string::npos);
+      }
+    }
+    CHECK(lazy.parameters().empty());
+    CHECK(snapshot(eager) == before);
+  };
+  auto write = [&](const CraftedFile& file) {
+    std::ofstream(bad, std::ios::binary) << file.finish();
+    return bad;
+  };
+  const std::uint64_t e60 = std::uint64_t(1) << 60, e62 = std::uint64_t(1) << 62;
+  // 2^60 x 4 float32 is 2^64 bytes, which wrapped to the claimed 0.
+  expect_format_error("byte count wraps to 0",
+                      write(CraftedFile().u(1, 4).u(2, 4).parameter("0.weight", {e60, 4}, 0, 0).parameter("0.bias", {4}, 16, 16)),
+                      "more bytes than fit in 64 bits");
+  // (2^62 - 1) x 4 bytes fits, but reading that far past the end wrapped the read position.
+  expect_format_error("byte count past the end",
+                      write(CraftedFile().u(1, 4).u(2, 4).parameter("0.weight", {e62 - 1}, 4 * (e62 - 1), 0)),
+                      "truncated");
+  expect_format_error("extent past int64",
+                      write(CraftedFile().u(1, 4).u(2, 4).parameter("0.weight", {std::uint64_t(1) << 63, 0}, 0, 0)),
+                      "extent");
+  // A lazy extent is filled from the file, but never with 0 (a Linear needs in_features >= 1).
+  expect_format_error("lazy extent 0",
+                      write(CraftedFile().u(1, 4).u(2, 4).parameter("0.weight", {0, 4}, 0, 0).parameter("0.bias", {4}, 16, 16)),
+                      "in the model");
+  expect_format_error("name length past the end", write(CraftedFile().u(1, 4).u(1, 4).u(0xffffffffull, 4)),
+                      "truncated");
+  const std::string dir = temp_path("crafted-dir.kten");
+  std::filesystem::create_directories(dir);
+  expect_format_error("a directory", dir, "not a regular file");
+  expect_format_error("a device", "/dev/null", "not a regular file");
+  std::filesystem::remove_all(dir);
   std::remove(bad.c_str());
 }
 
