@@ -1,10 +1,12 @@
 // Layers, gradients, training on a device, save and load.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include <unistd.h>
 
@@ -449,6 +451,38 @@ TEST_CASE("crafted files whose sizes overflow, and paths that are not files, thr
   expect_format_error("a device", "/dev/null", "not a regular file");
   std::filesystem::remove_all(dir);
   std::remove(bad.c_str());
+}
+
+TEST_CASE("two threads saving to one path both succeed, leaving one whole file and no temporaries", "[nn][io]") {
+  const Device d = test::device();
+  const std::filesystem::path dir = temp_path("concurrent-saves");
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "model.kten").string();
+  auto a = small_mlp(float32, 1), b = small_mlp(float32, 2);
+  a.to(d);
+  b.to(d);
+  std::atomic<int> failures{0};
+  auto save_repeatedly = [&](nn::Sequential& net) {
+    for (int i = 0; i < 50; ++i) {
+      try {
+        net.save(path);
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    }
+  };
+  std::thread first(save_repeatedly, std::ref(a)), second(save_repeatedly, std::ref(b));
+  first.join();
+  second.join();
+  CHECK(failures == 0);
+  auto loaded = small_mlp(float32, 3);
+  loaded.load(path, d);
+  const auto values = snapshot(loaded);
+  CHECK((values == snapshot(a) || values == snapshot(b)));
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  CHECK(names == std::vector<std::string>{"model.kten"});
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("save is atomic: a failed write keeps the old file and leaves no temporary", "[nn][io]") {

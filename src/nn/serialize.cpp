@@ -5,11 +5,13 @@
 //             u64 byte count, little-endian element bytes }
 //   u64 FNV-1a checksum of every byte before it
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <limits>
 #include <new>
 #include <optional>
+#include <utility>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -176,6 +178,21 @@ std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::st
   return staged;
 }
 
+// A new temporary file beside `path`, named PATH.tmp.<pid>.<n>: the counter makes it unique in this
+// process (threads saving to one path each get their own), the pid between processes, and O_EXCL
+// skips a name that a crashed process left behind. Its mode is 0666 less the umask, as for any new
+// file (mkstemp would make it 0600).
+std::pair<int, std::string> create_temporary(const std::string& path) {
+  static std::atomic<std::uint64_t> counter{0};
+  for (;;) {
+    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) return {fd, std::move(tmp)};
+    if (errno != EEXIST)
+      throw Error("kten: save('" + path + "'): cannot create '" + tmp + "': " + std::strerror(errno));
+  }
+}
+
 }  // namespace
 
 void Module::save(const std::string& path) {
@@ -201,9 +218,7 @@ void Module::save(const std::string& path) {
   w.u(fnv1a(w.bytes.data(), w.bytes.size()), 8);
 
   // Atomic: write a temporary beside the target, flush it to disk, then rename over the target.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error("kten: save('" + path + "'): cannot create '" + tmp + "': " + std::strerror(errno));
+  const auto [fd, tmp] = create_temporary(path);
   std::size_t done = 0;
   while (done < w.bytes.size()) {
     const ssize_t n = ::write(fd, w.bytes.data() + done, w.bytes.size() - done);
