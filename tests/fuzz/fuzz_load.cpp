@@ -68,16 +68,24 @@ void set_checksum(std::vector<std::uint8_t>& bytes) {
   for (int i = 0; i < 8; ++i) bytes[bytes.size() - 8 + i] = static_cast<std::uint8_t>(h >> (8 * i));
 }
 
+// The one file each input is written to, removed when the fuzzer exits normally.
+const std::string& input_path() {
+  static const std::string path =
+      (std::filesystem::temp_directory_path() / ("kten-fuzz-load-" + std::to_string(::getpid()) + ".kten")).string();
+  return path;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   static kten::ScopeGuard guard;  // finalises Kokkos when the fuzzer exits normally
+  input_path();  // built before the handler below is registered, so it is destroyed after it runs
+  std::atexit([] { std::remove(input_path().c_str()); });
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path =
-      (std::filesystem::temp_directory_path() / ("kten-fuzz-load-" + std::to_string(::getpid()) + ".kten")).string();
+  const std::string& path = input_path();
   std::vector<std::uint8_t> bytes(data, data + size);
   write_file(path, bytes);
   load_everywhere(path);
