@@ -35,6 +35,18 @@ cuda:
 perf: build
 	OMP_PROC_BIND=$${OMP_PROC_BIND:-spread} OMP_PLACES=$${OMP_PLACES:-threads} $(BUILD)/perf/kten-perf --out $(BUILD)/perf $(ARGS)
 
+# libFuzzer on the parameter loader for FUZZ_SECONDS (60 by default; run it longer by hand, e.g.
+# `make fuzz FUZZ_SECONDS=3600`): clang with ASan + UBSan, the corpus seeded with files from save().
+# Findings are written to build/fuzz/ (crash-*, leak-*) and make fails.
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	@scripts/setup --fuzz
+	$(MAKE) build PRESET=fuzz
+	build/fuzz/tests/fuzz/kten-fuzz-seeds build/fuzz/corpus
+	build/fuzz/tests/fuzz/kten-fuzz-load build/fuzz/corpus -max_total_time=$(FUZZ_SECONDS) \
+	  -artifact_prefix=build/fuzz/ -print_final_stats=1
+
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 

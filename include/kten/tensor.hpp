@@ -50,12 +50,12 @@ class Tensor {
   int ndim() const { return static_cast<int>(shape_.size()); }
   /// \brief Extent of one axis (negative counts from the end).
   std::int64_t size(int axis) const;
-  /// \brief Number of elements.
+  /// \brief Number of elements (0 for an undefined tensor).
   std::int64_t numel() const;
   /// \brief Element type.
   DType dtype() const { return dtype_; }
-  /// \brief Bytes of element data.
-  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  /// \brief Bytes of element data (0 for an undefined tensor).
+  std::size_t nbytes() const;
 
   /// \brief The same storage seen with another shape (one extent may be -1); throws ShapeError
   /// when the element counts differ.
@@ -90,7 +90,7 @@ class Tensor {
   /// \brief The value of a one-element tensor; synchronises with the device. T must match dtype().
   template <class T>
   T item() const {
-    if (numel() != 1)
+    if (defined() && numel() != 1)  // an undefined tensor gets read_to_host's "undefined" error
       throw ShapeError("kten: item() needs a tensor with exactly one element, got shape " +
                        shape_str(shape_));
     T value{};
