@@ -46,7 +46,7 @@ KOKKOS_INLINE_FUNCTION T exp_finish(T x, T er, T k) {
 // No early returns: the edges are selected at the end, so the loop body stays branch-free.
 KOKKOS_INLINE_FUNCTION float exp_approx(float x) {
   constexpr float hi = ExpTraits<float>::hi, lo = ExpTraits<float>::lo;
-  const float xc = x > hi ? hi : (x < lo ? lo : x);
+  const float xc = x < hi ? (x > lo ? x : lo) : hi;  // NaN -> hi: k stays finite, the tail restores NaN
   // Round to nearest by adding and removing 1.5 * 2^23 (floor() would stop GCC vectorising).
   const float k = (xc * 1.44269504088896341f + 12582912.f) - 12582912.f;
   float r = xc - k * 0.693359375f;
@@ -63,7 +63,7 @@ KOKKOS_INLINE_FUNCTION float exp_approx(float x) {
 
 KOKKOS_INLINE_FUNCTION double exp_approx(double x) {
   constexpr double hi = ExpTraits<double>::hi, lo = ExpTraits<double>::lo;
-  const double xc = x > hi ? hi : (x < lo ? lo : x);
+  const double xc = x < hi ? (x > lo ? x : lo) : hi;  // NaN -> hi, as for float
   const double k = (xc * 1.4426950408889634073599 + 6755399441055744.0) - 6755399441055744.0;
   double r = xc - k * 6.93145751953125e-1;
   r = r - k * 1.42860682030941723212e-6;
