@@ -6,6 +6,8 @@
 #include <Kokkos_Core.hpp>
 #include <kten/detail/kokkos_compat.hpp>
 
+#include "thread_model.hpp"
+
 namespace kten::detail {
 
 // FLOP-bound. C is cut into BM x BN tiles, one per team. The team copies ("packs") the tile's
@@ -118,7 +120,9 @@ void gemm_tiled(const Backend& be, const T* A, const T* B, T* C, const T* bias, 
 
 template <class Backend, class T>
 void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate, GemmShape s) {
-  gemm_tiled<GemmTiling<T, Backend::is_host>>(be, A, B, C, bias, accumulate, s);
+  with_team_backend(be, [&](const auto& team_be) {  // README, "Thread model"
+    gemm_tiled<GemmTiling<T, Backend::is_host>>(team_be, A, B, C, bias, accumulate, s);
+  });
 }
 
 }  // namespace kten::detail
