@@ -98,7 +98,8 @@ std::vector<std::vector<float>> train(const Device& device) {
   return out;
 }
 
-void require_same_parameters(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want) {
+void require_same_parameters(const std::vector<std::vector<float>>& got,
+                             const std::vector<std::vector<float>>& want) {
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
     test::require_allclose(got[i], std::vector<double>(want[i].begin(), want[i].end()), 1e-5, 1e-6);
@@ -123,7 +124,8 @@ TEST_CASE("matmuls on several threads at once each get their own right answer", 
   const Device d = test::device();
   constexpr int threads = 4, rounds = 3;
   std::vector<Product> products;
-  for (int i = 0; i < threads; ++i) products.push_back(product(d, 50 + 40 * i, 30 + 7 * i, 300 - 50 * i, 10 * i + 1));
+  for (int i = 0; i < threads; ++i)
+    products.push_back(product(d, 50 + 40 * i, 30 + 7 * i, 300 - 50 * i, 10 * i + 1));
   std::vector<std::vector<Tensor>> results(threads);
   const auto thrown = run_on_threads(threads, [&](int i) {
     for (int r = 0; r < rounds; ++r) results[i].push_back(matmul(products[i].A, products[i].B));
@@ -140,7 +142,8 @@ TEST_CASE("matmuls on several threads at once each get their own right answer", 
   }
 }
 
-TEST_CASE("Trainer::fit on worker threads, one or several at once, trains as on this thread", "[threads][trainer]") {
+TEST_CASE("Trainer::fit on worker threads, one or several at once, trains as on this thread",
+          "[threads][trainer]") {
   const Device d = test::device();
   const auto want = train(d);
   for (int threads : {1, 3}) {
