@@ -10,7 +10,7 @@ CONFIGURE_ARGS ?=
 all: build
 
 setup:
-	@scripts/setup $(if $(filter cuda,$(PRESET)),--cuda)
+	@scripts/setup $(if $(filter cuda,$(PRESET)),--cuda) $(if $(filter clang% tsan,$(PRESET)),--clang)
 
 configure: setup
 	@test -f $(BUILD)/build.ninja || cmake --preset $(PRESET) $(CONFIGURE_ARGS)

@@ -126,7 +126,7 @@ std::shared_ptr<void> allocate_words(std::size_t bytes, const std::string& label
 Block fresh_block(const Device& device, std::size_t size, const char* what) {
   return with_backend(device, [&](auto backend) {
     Block block{nullptr, nullptr};
-    if constexpr (std::is_same_v<decltype(backend), EmulatedGpuBackend>)
+    if constexpr (decltype(backend)::emulated)
       block.view = allocate_emulated(size, &block.data);
     else
       block.view = allocate_words<typename decltype(backend)::memory_space>(size, std::string("kten::") + what,

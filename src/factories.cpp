@@ -67,12 +67,10 @@ Tensor tensor(const std::vector<float>& v, const Device& d) {
 Tensor tensor(const std::vector<double>& v, const Device& d) {
   return from_values(v, {static_cast<std::int64_t>(v.size())}, d);
 }
-Tensor tensor(std::initializer_list<float> v, const Device& d) { return tensor(std::vector<float>(v), d); }
-Tensor tensor(std::initializer_list<double> v, const Device& d) { return tensor(std::vector<double>(v), d); }
-Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, const Device& d) {
+Tensor detail::tensor_from_rows(std::initializer_list<std::initializer_list<float>> rows, const Device& d) {
   return from_rows(rows, d);
 }
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const Device& d) {
+Tensor detail::tensor_from_rows(std::initializer_list<std::initializer_list<double>> rows, const Device& d) {
   return from_rows(rows, d);
 }
 

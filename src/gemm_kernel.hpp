@@ -317,7 +317,7 @@ void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias,
     Policy policy(be.space, static_cast<int>(tiles), 1);
     run("kten::gemm", be, policy.set_scratch_size(1, Kokkos::PerTeam(scratch)),
         HostGemmKernel<T, typename Policy::member_type, Scratch>{{A, B, C, bias, accumulate, s, tiles_n}});
-  } else if constexpr (std::is_same_v<Backend, EmulatedGpuBackend>) {
+  } else if constexpr (Backend::emulated) {
     // The GPU kernel with a team of host threads: 2 where the host has them, so barriers matter.
     if (be.space.concurrency() >= 2) launch_team_gemm<EmulatedTiling<T, 2>>(be, A, B, C, bias, accumulate, s);
     else launch_team_gemm<EmulatedTiling<T, 1>>(be, A, B, C, bias, accumulate, s);

@@ -31,6 +31,41 @@ TEST_CASE("tensor() from values lands on cpu() by default and on the named devic
   CHECK_THROWS_AS(zeros({2, -1}, d), ShapeError);
 }
 
+// Every documented creation form compiles with g++ and with clang++ (CI builds both; clang once
+// rejected the nested lists as ambiguous) and takes its dtype from the values it is given.
+TEST_CASE("tensor() takes dtype and shape from every documented form of values", "[tensor]") {
+  const Device d = test::device();
+  struct Case {
+    Tensor t;
+    Device device;
+    DType dtype;
+    Shape shape;
+  };
+  const Case cases[] = {
+      {tensor({1.f, 2.f, 3.f, 4.f}), cpu(), float32, {4}},
+      {tensor({1.0, 2.0, 3.0, 4.0}, d), d, float64, {4}},
+      {tensor({{1.f, 2.f}, {3.f, 4.f}}), cpu(), float32, {2, 2}},
+      {tensor({{1.0, 2.0}, {3.0, 4.0}}, d), d, float64, {2, 2}},
+      {tensor({{1.f, 2.f, 3.f, 4.f}}, d), d, float32, {1, 4}},
+      {tensor({{1.0}, {2.0}, {3.0}, {4.0}}), cpu(), float64, {4, 1}},
+      {tensor(std::vector<float>{1, 2, 3, 4}), cpu(), float32, {4}},
+      {tensor(std::vector<double>{1, 2, 3, 4}, d), d, float64, {4}},
+      {tensor(std::vector<float>{1, 2, 3, 4}, {2, 2}, d), d, float32, {2, 2}},
+      {tensor(std::vector<double>{1, 2, 3, 4}, {4, 1}), cpu(), float64, {4, 1}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.t);
+    CHECK(c.t.device() == c.device);
+    CHECK(c.t.dtype() == c.dtype);
+    CHECK(c.t.shape() == c.shape);
+    CHECK(c.t.astype(float64).to_vector<double>() == std::vector<double>{1, 2, 3, 4});
+  }
+  // One row of one value is a 1 x 1 matrix, not a 1-D tensor.
+  auto one = tensor({{5.f}}, d);
+  CHECK(one.shape() == Shape{1, 1});
+  CHECK(one.item<float>() == 5.f);
+}
+
 TEMPLATE_TEST_CASE("zeros, ones, full and arange fill on the device", "[tensor]", float, double) {
   const Device d = test::device();
   const DType t = dtype_of<TestType>();

@@ -179,13 +179,29 @@ Tensor tensor(const std::vector<double>& values, const Shape& shape, const Devic
 Tensor tensor(const std::vector<float>& values, const Device& device = cpu());
 /// \brief A 1-D float64 tensor from host values.
 Tensor tensor(const std::vector<double>& values, const Device& device = cpu());
-/// \brief A 1-D float32 tensor: tensor({1.f, 2.f, 3.f}).
-Tensor tensor(std::initializer_list<float> values, const Device& device = cpu());
-/// \brief A 1-D float64 tensor: tensor({1.0, 2.0}).
-Tensor tensor(std::initializer_list<double> values, const Device& device = cpu());
-/// \brief A 2-D float32 tensor from nested rows: tensor({{1.f, 2.f}, {3.f, 4.f}}); ragged rows throw ShapeError.
-Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, const Device& device = cpu());
-/// \brief A 2-D float64 tensor from nested rows.
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const Device& device = cpu());
+
+namespace detail {
+template <class T>
+inline constexpr bool is_element_type = std::is_same_v<T, float> || std::is_same_v<T, double>;
+Tensor tensor_from_rows(std::initializer_list<std::initializer_list<float>> rows, const Device& device);
+Tensor tensor_from_rows(std::initializer_list<std::initializer_list<double>> rows, const Device& device);
+}  // namespace detail
+
+// The braced-list forms are templates deducing T from the literals, not float/double overload
+// pairs: clang rejects the nested-list pair as ambiguous, and as templates a one-row list such as
+// {{1.f}} picks the 2-D form (the more specialised one) instead of being ambiguous.
+
+/// \brief A 1-D tensor from braced values, float32 for float literals and float64 for double
+/// ones: tensor({1.f, 2.f, 3.f}), tensor({1.0, 2.0}).
+template <class T, std::enable_if_t<detail::is_element_type<T>, int> = 0>
+Tensor tensor(std::initializer_list<T> values, const Device& device = cpu()) {
+  return tensor(std::vector<T>(values), device);
+}
+/// \brief A 2-D tensor from nested rows, float32 or float64 like the literals:
+/// tensor({{1.f, 2.f}, {3.f, 4.f}}); ragged rows throw ShapeError.
+template <class T, std::enable_if_t<detail::is_element_type<T>, int> = 0>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> rows, const Device& device = cpu()) {
+  return detail::tensor_from_rows(rows, device);
+}
 
 }  // namespace kten
