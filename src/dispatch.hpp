@@ -76,6 +76,7 @@ class EmulatedAccess {
 /// \brief EmulatedAccess for an emulated GPU's kernel; nothing for other backends.
 template <class Backend>
 struct KernelAccess {
+  KernelAccess() {}  // user-provided: a scope guard, not an unused variable
   std::conditional_t<Backend::emulated, EmulatedAccess, char> open{};
 };
 
@@ -201,19 +202,6 @@ TeamPolicy<Backend> team_policy(const Backend& be, int league, int team_size = 0
     return TeamPolicy<Backend>(be.space, league, team_size, vector_length);
   else
     return TeamPolicy<Backend>(be.space, league, Kokkos::AUTO, vector_length);
-}
-
-/// \brief Inside a GPU kernel, the same team-scratch pointer addressed as shared memory: Kokkos
-/// hands out generic pointers, through which nvcc emits generic loads (LD.E) instead of LDS.128.
-template <class T>
-KOKKOS_INLINE_FUNCTION T* as_shared(T* p) {
-#if defined(__CUDA_ARCH__)
-  extern __shared__ __align__(16) char kten_shared[];
-  const auto base = static_cast<unsigned>(__cvta_generic_to_shared(kten_shared));
-  return reinterpret_cast<T*>(kten_shared + (static_cast<unsigned>(__cvta_generic_to_shared(p)) - base));
-#else
-  return p;
-#endif
 }
 
 /// \brief The typed pointer to a tensor's first element (libtorch's data_ptr<T>()); a pinned

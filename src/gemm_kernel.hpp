@@ -177,8 +177,8 @@ struct TeamGemmKernel {
     const auto& [A, B, C, bias, accumulate, s, tiles_n] = args;
     constexpr int V = Tile::V, BM = Tile::BM, BN = Tile::BN, BK = Tile::BK;
     using Vec = typename Tile::Vec;
-    Vec* As = as_shared(static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16)));
-    Vec* Bs = as_shared(static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16)));
+    Vec* As = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16));
+    Vec* Bs = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16));
     const int rank = team.team_rank();
     const std::int64_t i0 = (team.league_rank() / tiles_n) * BM, j0 = (team.league_rank() % tiles_n) * BN;
     const bool a_k_contiguous = s.a_col == 1, b_n_contiguous = s.b_col == 1;
