@@ -5,6 +5,7 @@
 // hands the kernel typed pointers; for_each_index() runs a functor over a 64-bit index range.
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -13,6 +14,7 @@
 
 #include <kten/device.hpp>
 #include <kten/dtype.hpp>
+#include <kten/errors.hpp>
 #include <kten/tensor.hpp>
 
 #include "checks.hpp"
@@ -24,23 +26,32 @@ namespace kten::detail {
 inline constexpr bool has_gpu_backend =
     !std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 
-/// \brief cpu(): the default host execution space over host memory, host algorithms.
-struct HostBackend {
-  using execution_space = Kokkos::DefaultHostExecutionSpace;
+/// \brief cpu(): a host execution space over host memory, host algorithms. Space is the default
+/// host space, or Kokkos::Serial for threads that cannot use the OpenMP pool (README, "Thread model").
+template <class Space>
+struct HostOn {
+  using execution_space = Space;
   using memory_space = Kokkos::HostSpace;
   /// \brief Host algorithms, and host code may touch the memory directly.
   static constexpr bool is_host = true;
+  /// \brief An emulated GPU (KTEN_EMULATE_GPUS).
+  static constexpr bool emulated = false;
   execution_space space;
 };
 
-/// \brief An emulated GPU (KTEN_EMULATE_GPUS): the host executes, over host memory, but every
+/// \brief An emulated GPU (KTEN_EMULATE_GPUS): host threads execute, over host memory, but every
 /// "host or device" branch takes the device one, so tests run the code a GPU runs.
-struct EmulatedGpuBackend {
-  using execution_space = Kokkos::DefaultHostExecutionSpace;
+template <class Space>
+struct EmulatedGpuOn {
+  using execution_space = Space;
   using memory_space = Kokkos::HostSpace;
   static constexpr bool is_host = false;
+  static constexpr bool emulated = true;
   execution_space space;
 };
+
+using HostBackend = HostOn<Kokkos::DefaultHostExecutionSpace>;
+using EmulatedGpuBackend = EmulatedGpuOn<Kokkos::DefaultHostExecutionSpace>;
 
 /// \brief A real GPU: Kokkos' default (device) execution space and its memory space. Nothing
 /// here names a vendor; backends/<vendor>/ holds what Kokkos does not give.
@@ -48,11 +59,12 @@ struct GpuBackend {
   using execution_space = Kokkos::DefaultExecutionSpace;
   using memory_space = typename execution_space::memory_space;
   static constexpr bool is_host = false;
+  static constexpr bool emulated = false;
   execution_space space;
 };
 
-/// \brief While alive, kten's kernels and copies may touch emulated-GPU memory (see
-/// emulated_memory.hpp); a no-op unless host access to it is trapped.
+/// \brief While alive, emulated-GPU memory is readable (see emulated_memory.hpp): opened only
+/// around the kernels and copies of an emulated GPU; a no-op unless host access to it is trapped.
 class EmulatedAccess {
  public:
   EmulatedAccess();
@@ -61,18 +73,34 @@ class EmulatedAccess {
   EmulatedAccess& operator=(const EmulatedAccess&) = delete;
 };
 
+/// \brief EmulatedAccess for an emulated GPU's kernel; nothing for other backends.
+template <class Backend>
+struct KernelAccess {
+  KernelAccess() {}  // user-provided: a scope guard, not an unused variable
+  std::conditional_t<Backend::emulated, EmulatedAccess, char> open{};
+};
+
+/// \brief Kokkos 3.4's OpenMP backend serves only the thread that initialised Kokkos, outside
+/// parallel regions; other threads get host work run on Kokkos::Serial (ThreadError without it).
+bool host_pool_usable_here();
+
 /// \brief Calls f(backend) for the backend that serves `device`; throws DeviceUnavailable when
 /// the device cannot be used in this process.
 template <class F>
 decltype(auto) with_backend(const Device& device, F&& f) {
   require_available(device);
-  if (device.is_gpu()) {
-    if (gpus_are_emulated()) {
-      EmulatedAccess open;
-      return f(EmulatedGpuBackend{});
-    }
+  if (device.is_gpu() && !gpus_are_emulated()) {
     if constexpr (has_gpu_backend) return f(GpuBackend{});
   }
+#if defined(KOKKOS_ENABLE_OPENMP) && defined(KOKKOS_ENABLE_SERIAL)
+  if constexpr (std::is_same_v<Kokkos::DefaultHostExecutionSpace, Kokkos::OpenMP>) {
+    if (!host_pool_usable_here()) {
+      if (device.is_gpu()) return f(EmulatedGpuOn<Kokkos::Serial>{});
+      return f(HostOn<Kokkos::Serial>{});
+    }
+  }
+#endif
+  if (device.is_gpu()) return f(EmulatedGpuBackend{});
   return f(HostBackend{});
 }
 
@@ -94,13 +122,67 @@ static_assert(std::is_same_v<RangePolicy<GpuBackend>::index_type, std::int64_t>,
 template <class Backend>
 using TeamPolicy = Kokkos::TeamPolicy<typename Backend::execution_space>;
 
-/// \brief Where small cpu() kernels run: on the calling thread, Kokkos::Serial where the build
-/// enables it (the presets do), else the default host space.
+/// \brief Held while a launch uses state Kokkos 3.4 keeps per process or per instance without a
+/// lock: Serial's team and reduction scratch (several threads may run on Serial at once), and a
+/// GPU instance's team scratch (held while the kernel is queued). Host launches complete inside.
+std::mutex& shared_scratch_mutex();
+
+template <class Policy>
+struct IsTeamPolicy : std::false_type {};
+template <class... Properties>
+struct IsTeamPolicy<Kokkos::TeamPolicy<Properties...>> : std::true_type {};
+
+template <class Backend, class Policy>
+std::unique_lock<std::mutex> lock_shared_scratch() {
+  constexpr bool serial =
 #ifdef KOKKOS_ENABLE_SERIAL
-using HostSerialSpace = Kokkos::Serial;
+      std::is_same_v<typename Backend::execution_space, Kokkos::Serial>;
 #else
-using HostSerialSpace = Kokkos::DefaultHostExecutionSpace;
+      false;
 #endif
+  constexpr bool gpu_team = std::is_same_v<Backend, GpuBackend> && IsTeamPolicy<Policy>::value;
+  if constexpr (serial || gpu_team) return std::unique_lock<std::mutex>(shared_scratch_mutex());
+  else return {};
+}
+
+/// \brief Throws ThreadError for a launch Kokkos' OpenMP backend would refuse on this thread (a
+/// team kernel or a reduction off its pool): only in a Kokkos without Serial to fall back on.
+template <class Backend, class Policy>
+void check_launch_thread(bool reduces) {
+#ifdef KOKKOS_ENABLE_OPENMP
+  if constexpr (std::is_same_v<typename Backend::execution_space, Kokkos::OpenMP>) {
+    if ((reduces || IsTeamPolicy<Policy>::value) && !host_pool_usable_here())
+      throw ThreadError(
+          "kten: this operation needs Kokkos' OpenMP thread pool, which serves only the thread that "
+          "initialised Kokkos (Kokkos 3) and never code inside an OpenMP parallel region, and this "
+          "Kokkos build has no Serial backend for kten to run it on instead. Call it from the thread "
+          "that initialised Kokkos, outside parallel regions, or use a Kokkos built with "
+          "-DKokkos_ENABLE_SERIAL=ON (README, \"Thread model\")");
+  }
+#else
+  (void)reduces;
+#endif
+}
+
+/// \brief The only place kten calls Kokkos::parallel_for: on the backend's policy, with an
+/// emulated GPU's memory open while the kernel runs.
+template <class Backend, class Policy, class Functor>
+void run(const char* label, const Backend&, const Policy& policy, const Functor& functor) {
+  check_launch_thread<Backend, Policy>(false);
+  const auto lock = lock_shared_scratch<Backend, Policy>();
+  KernelAccess<Backend> access;
+  Kokkos::parallel_for(label, policy, functor);
+}
+
+/// \brief The only place kten calls Kokkos::parallel_reduce (result in `reducer`'s View).
+template <class Backend, class Policy, class Functor, class Reducer>
+void run_reduce(const char* label, const Backend&, const Policy& policy, const Functor& functor,
+                const Reducer& reducer) {
+  check_launch_thread<Backend, Policy>(true);
+  const auto lock = lock_shared_scratch<Backend, Policy>();
+  KernelAccess<Backend> access;
+  Kokkos::parallel_reduce(label, policy, functor, reducer);
+}
 
 /// \brief Work (elements of a bandwidth-bound operation) below which a cpu() kernel runs on the
 /// calling thread: waking the other threads (an OpenMP fork-join, about 1 us) costs more than
@@ -108,14 +190,17 @@ using HostSerialSpace = Kokkos::DefaultHostExecutionSpace;
 /// 16K elements for an add and 6K for exp (docs/performance.md). PyTorch's grain is 32768.
 inline constexpr std::int64_t host_serial_grain = 8192;
 
-/// \brief Calls f(space) with the execution space instance a kernel over `work` elements runs on:
-/// the backend's, except on cpu() below host_serial_grain, where it is HostSerialSpace.
+/// \brief Calls f(backend) with the backend a kernel over `work` elements runs on: `be`, except
+/// that a cpu() kernel below host_serial_grain runs on the calling thread (Kokkos::Serial, where
+/// the build has it: no fork-join) instead of waking the host space's other threads.
 template <class Backend, class F>
-void with_execution_space(const Backend& be, std::int64_t work, F&& f) {
-  if constexpr (Backend::is_host && !std::is_same_v<HostSerialSpace, typename Backend::execution_space>) {
-    if (work < host_serial_grain) return f(HostSerialSpace{});
+void with_grain(const Backend& be, std::int64_t work, F&& f) {
+#ifdef KOKKOS_ENABLE_SERIAL
+  if constexpr (Backend::is_host && !std::is_same_v<typename Backend::execution_space, Kokkos::Serial>) {
+    if (work < host_serial_grain) return f(HostOn<Kokkos::Serial>{});
   }
-  f(be.space);
+#endif
+  f(be);
 }
 
 /// \brief Runs functor(i) for i in [0, n) on the backend, asynchronously. `work` is the number of
@@ -123,9 +208,8 @@ void with_execution_space(const Backend& be, std::int64_t work, F&& f) {
 /// cpu() kernel is worth waking every thread for.
 template <class Backend, class Functor>
 void for_each_index(const char* label, const Backend& be, std::int64_t n, const Functor& functor, std::int64_t work) {
-  with_execution_space(be, work, [&](auto space) {
-    using Policy = Kokkos::RangePolicy<decltype(space), Kokkos::IndexType<std::int64_t>>;
-    Kokkos::parallel_for(label, Policy(space, 0, n), functor);
+  with_grain(be, work, [&](const auto& on) {
+    run(label, on, RangePolicy<std::decay_t<decltype(on)>>(on.space, 0, n), functor);
   });
 }
 
@@ -135,10 +219,27 @@ void for_each_index(const char* label, const Backend& be, std::int64_t n, const 
   for_each_index(label, be, n, functor, n);
 }
 
-/// \brief The typed pointer to a tensor's first element (libtorch's data_ptr<T>()).
+/// \brief `league` teams on the backend, of `team_size` threads (0: the backend picks, Kokkos::AUTO)
+/// with `vector_length` lanes each on a GPU. An emulated GPU gets teams of two host threads where
+/// the host has them, so the kernels' cross-thread combining and barriers run (Kokkos' OpenMP
+/// backend would pick teams of one), and no vector lanes.
+template <class Backend>
+TeamPolicy<Backend> team_policy(const Backend& be, int league, int team_size = 0, int vector_length = 1) {
+  if constexpr (Backend::emulated)
+    return TeamPolicy<Backend>(be.space, league, be.space.concurrency() >= 2 ? 2 : 1);
+  else if (team_size > 0)
+    return TeamPolicy<Backend>(be.space, league, team_size, vector_length);
+  else
+    return TeamPolicy<Backend>(be.space, league, Kokkos::AUTO, vector_length);
+}
+
+/// \brief The typed pointer to a tensor's first element (libtorch's data_ptr<T>()); a pinned
+/// buffer that a queued copy may still read is waited for first, since the kernel may write it.
 template <class T>
 T* data_ptr(const Tensor& t) {
-  return static_cast<T*>(t.storage()->data);
+  const Storage& storage = *t.storage();
+  if (storage.pinned) wait_for_pending_reader(storage);
+  return static_cast<T*>(storage.data);
 }
 
 /// \brief A Kokkos profiling region for its lifetime (Kokkos 3.4 has no ScopedRegion): profilers
@@ -166,12 +267,6 @@ void launch(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&
       std::apply([&](const auto&... t) { kernel(be, data_ptr<T>(t)...); }, operands);
     });
   });
-}
-
-/// \brief True when host code can read `device`'s memory directly (cpu() only: emulated GPUs
-/// model device memory).
-inline bool host_can_read(const Device& device) {
-  return with_backend(device, [](auto backend) { return decltype(backend)::is_host; });
 }
 
 /// \brief Blocks until all work queued on `device` has finished.

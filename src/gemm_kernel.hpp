@@ -13,8 +13,9 @@
 //    multiplies its 2V x 2V micro-tile (V = elements per 128 bits) from registers: per k step it
 //    loads two V-vectors of A and two of B and issues 4V^2 fmas. TeamTiling's index functions
 //    are what a host test checks for shared-memory bank conflicts.
-//  - GemvKernel (n == 1): a matrix-vector product needs no tiling; on a GPU a team per row reads
-//    the row coalesced and reduces in shared memory, on cpu() a row folds into vector lanes.
+//  - GemvKernel (n == 1 or m == 1): a matrix-vector product needs no tiling; on a GPU a warp per
+//    row reads it coalesced and reduces in registers, on cpu() a contiguous row folds into vector
+//    lanes (HostGemvKernel).
 
 #include <algorithm>
 #include <cstdint>
@@ -31,6 +32,17 @@ struct GemmShape {
   std::int64_t m, n, k;
   std::int64_t a_row, a_col;  // op(A)(i, p) = A[i * a_row + p * a_col]
   std::int64_t b_row, b_col;  // op(B)(p, j) = B[p * b_row + j * b_col]
+};
+
+/// \brief The operands of C = op(A) op(B) (+ bias along columns) (+ C), as the tiled kernels take them.
+template <class T>
+struct GemmArgs {
+  const T *A, *B;
+  T* C;
+  const T* bias;
+  bool accumulate;
+  GemmShape s;
+  std::int64_t tiles_n;  // tiles along n: tile t covers rows (t / tiles_n) and columns (t % tiles_n)
 };
 
 // --- host --------------------------------------------------------------------------------------
@@ -82,11 +94,7 @@ template <class T, class Member>
 struct HostGemmKernel {
   using Blk = HostGemmBlocking<T>;
   static constexpr int MR = Blk::rows, NR = Blk::cols, KC = Blk::kc;
-  const T *A, *B;
-  T* C;
-  const T* bias;
-  bool accumulate;
-  GemmShape s;
+  GemmArgs<T> args;  // args.tiles_n == plan.tiles_n
   HostGemmPlan plan;
 
   /// \brief Scratch bytes per team: the packed B slice and one packed A strip, 64-byte aligned.
@@ -135,6 +143,8 @@ struct HostGemmKernel {
 
   /// \brief Packs op(B)(k0 .. k0+kb, j0 .. j1) as micro-panels of NR columns, zero past j1.
   KOKKOS_INLINE_FUNCTION void pack_b(T* Bs, std::int64_t k0, int kb, std::int64_t j0, std::int64_t j1) const {
+    const T* B = args.B;
+    const GemmShape& s = args.s;
     for (std::int64_t jb = j0; jb < j1; jb += NR) {
       T* panel = Bs + (jb - j0) * kb;
       const int w = j1 - jb < NR ? static_cast<int>(j1 - jb) : NR;
@@ -151,6 +161,8 @@ struct HostGemmKernel {
 
   /// \brief Packs op(A)(i .. i+h, k0 .. k0+kb) p-major (As[p * MR + r]), zero rows past h.
   KOKKOS_INLINE_FUNCTION void pack_a(T* As, std::int64_t i, int h, std::int64_t k0, int kb) const {
+    const T* A = args.A;
+    const GemmShape& s = args.s;
     for (int p = 0; p < kb; ++p) {
       const T* a = A + i * s.a_row + (k0 + p) * s.a_col;
       for (int r = 0; r < MR; ++r) As[p * MR + r] = r < h ? a[r * s.a_row] : T(0);
@@ -158,8 +170,9 @@ struct HostGemmKernel {
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const std::int64_t i0 = team.league_rank() / plan.tiles_n * plan.rows;
-    const std::int64_t j0 = team.league_rank() % plan.tiles_n * plan.cols;
+    const auto& [A, B, C, bias, accumulate, s, tiles_n] = args;
+    const std::int64_t i0 = team.league_rank() / tiles_n * plan.rows;
+    const std::int64_t j0 = team.league_rank() % tiles_n * plan.cols;
     const std::int64_t i1 = i0 + plan.rows < s.m ? i0 + plan.rows : s.m;
     const std::int64_t j1 = j0 + plan.cols < s.n ? j0 + plan.cols : s.n;
     T* Bs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * KC * plan.cols, 64));
@@ -258,14 +271,10 @@ static_assert(GpuTiling<float>::scratch_bytes <= 48 * 1024 && GpuTiling<double>:
 
 template <class T, class Tile, class Member>
 struct TeamGemmKernel {
-  const T *A, *B;
-  T* C;
-  const T* bias;
-  bool accumulate;
-  GemmShape s;
-  std::int64_t tiles_n;
+  GemmArgs<T> args;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const auto& [A, B, C, bias, accumulate, s, tiles_n] = args;
     constexpr int V = Tile::V, BM = Tile::BM, BN = Tile::BN, BK = Tile::BK;
     using Vec = typename Tile::Vec;
     Vec* As = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16));
@@ -320,69 +329,96 @@ struct TeamGemmKernel {
   }
 };
 
-// --- matrix-vector -----------------------------------------------------------------------------
+// --- matrix-vector ---------------------------------------------------------------------------
 
-/// \brief y[i] = sum_p op(A)(i, p) x[p] (+ bias[0]) (+ y[i]), one thread per row.
+/// \brief y[r] = sum_p A(r, p) x[p * x_stride] (+ bias[r * bias_stride]) (+ y[r]) for r < rows,
+/// with A(r, p) = A[r * row + p * col]: C = op(A) x when n == 1, and C^T = op(B)^T op(A)^T when
+/// m == 1. Memory-bound: no tiling, one pass over the matrix.
 template <class T>
 struct GemvKernel {
-  const T *A, *x;
+  const T* A;
+  std::int64_t row, col;
+  const T* x;
+  std::int64_t x_stride;
   T* y;
   const T* bias;
+  std::int64_t bias_stride;
   bool accumulate;
-  GemmShape s;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+  std::int64_t rows, k;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r) const {
     T acc = T(0);
-    for (std::int64_t p = 0; p < s.k; ++p) acc = compat::fma(A[i * s.a_row + p * s.a_col], x[p * s.b_row], acc);
-    finish(i, acc);
+    for (std::int64_t p = 0; p < k; ++p) acc = compat::fma(A[r * row + p * col], x[p * x_stride], acc);
+    finish(r, acc);
   }
-  KOKKOS_INLINE_FUNCTION void finish(std::int64_t i, T acc) const {
-    if (bias) acc += bias[0];
-    if (accumulate) acc += y[i];
-    y[i] = acc;
+  KOKKOS_INLINE_FUNCTION void finish(std::int64_t r, T acc) const {
+    if (bias) acc += bias[r * bias_stride];
+    if (accumulate) acc += y[r];
+    y[r] = acc;
   }
 };
 
-/// \brief The same on cpu() when the rows are contiguous: each row's dot product folds into
-/// `Lanes` independent partial sums (two vector registers), so it vectorises and no chain of
+/// \brief The same on cpu() when rows are contiguous (col == 1): each row's dot product folds
+/// into `Lanes` independent partial sums (two vector registers), so it vectorises and no chain of
 /// dependent fmas sets the pace.
 template <class T>
 struct HostGemvKernel {
   static constexpr int Lanes = 2 * HostIsa::vector_bytes / static_cast<int>(sizeof(T));
-  GemvKernel<T> row;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    const T* a = row.A + i * row.s.a_row;
-    const T* x = row.x;
-    const std::int64_t b_row = row.s.b_row, k = row.s.k;
+  GemvKernel<T> gemv;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r) const {
+    const T* a = gemv.A + r * gemv.row;
+    const T* x = gemv.x;
+    const std::int64_t stride = gemv.x_stride, k = gemv.k;
     T lane[Lanes] = {};
     std::int64_t p = 0;
-    if (b_row == 1) {
+    if (stride == 1) {
       for (; p + Lanes <= k; p += Lanes) {
         KTEN_UNROLL
         for (int l = 0; l < Lanes; ++l) lane[l] = host_fma(a[p + l], x[p + l], lane[l]);
       }
     }
-    for (; p < k; ++p) lane[0] = host_fma(a[p], x[p * b_row], lane[0]);
+    for (; p < k; ++p) lane[0] = host_fma(a[p], x[p * stride], lane[0]);
     T acc = T(0);
     for (int l = 0; l < Lanes; ++l) acc += lane[l];
-    row.finish(i, acc);
+    gemv.finish(r, acc);
   }
 };
 
-/// \brief The same on a GPU when the rows are contiguous: a team per row reads it coalesced.
+/// \brief The same on a GPU when rows are contiguous (col == 1): a warp per row (vector lanes
+/// reading it coalesced and reducing in registers), kRows rows per team.
 template <class T, class Member>
 struct GemvTeamKernel {
-  GemvKernel<T> row;
+  static constexpr int kRows = 8;
+  GemvKernel<T> gemv;
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const std::int64_t i = team.league_rank();
-    const T* a = row.A + i * row.s.a_row;
-    const T* x = row.x;
-    const std::int64_t b_row = row.s.b_row;
-    T acc = T(0);
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, row.s.k), [&](std::int64_t p, T& part) { part += a[p] * x[p * b_row]; }, acc);
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { row.finish(i, acc); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kRows), [&](int local) {
+      const std::int64_t r = static_cast<std::int64_t>(team.league_rank()) * kRows + local;
+      if (r >= gemv.rows) return;
+      const T* a = gemv.A + r * gemv.row;
+      T acc = T(0);
+      Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, gemv.k),
+                              [&](std::int64_t p, T& part) { part += a[p] * gemv.x[p * gemv.x_stride]; }, acc);
+      Kokkos::single(Kokkos::PerThread(team), [&]() { gemv.finish(r, acc); });
+    });
   }
 };
+
+template <class Backend, class T>
+void launch_gemv(const Backend& be, const GemvKernel<T>& gemv) {
+  if constexpr (!Backend::is_host) {
+    using Kernel = GemvTeamKernel<T, typename TeamPolicy<Backend>::member_type>;
+    const std::int64_t league = (gemv.rows + Kernel::kRows - 1) / Kernel::kRows;
+    if (gemv.col == 1 && gemv.k >= 64 && league <= INT32_MAX) {
+      run("kten::gemv", be, team_policy(be, static_cast<int>(league), Kernel::kRows, 32), Kernel{gemv});
+      return;
+    }
+  } else {
+    if (gemv.col == 1 && gemv.k >= HostGemvKernel<T>::Lanes) {
+      for_each_index("kten::gemv", be, gemv.rows, HostGemvKernel<T>{gemv}, gemv.rows * gemv.k);
+      return;
+    }
+  }
+  for_each_index("kten::gemv", be, gemv.rows, gemv, gemv.rows * gemv.k);
+}
 
 // --- launch ------------------------------------------------------------------------------------
 
@@ -393,20 +429,20 @@ void launch_team_gemm(const Backend& be, const T* A, const T* B, T* C, const T* 
   if (tiles > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than a GPU launch can hold");
   using Policy = TeamPolicy<Backend>;
   Policy policy(be.space, static_cast<int>(tiles), Tile::threads);
-  Kokkos::parallel_for("kten::gemm", policy.set_scratch_size(0, Kokkos::PerTeam(Tile::scratch_bytes)),
-                       TeamGemmKernel<T, Tile, typename Policy::member_type>{A, B, C, bias, accumulate, s, tiles_n});
+  run("kten::gemm", be, policy.set_scratch_size(0, Kokkos::PerTeam(Tile::scratch_bytes)),
+      TeamGemmKernel<T, Tile, typename Policy::member_type>{{A, B, C, bias, accumulate, s, tiles_n}});
 }
 
-/// \brief The host product on `space` as `plan` cuts it.
-template <class Space, class T>
-void run_host_gemm(const Space& space, const HostGemmPlan& plan, const T* A, const T* B, T* C, const T* bias,
+/// \brief The host product on `be` as `plan` cuts it.
+template <class Backend, class T>
+void run_host_gemm(const Backend& be, const HostGemmPlan& plan, const T* A, const T* B, T* C, const T* bias,
                    bool accumulate, const GemmShape& s) {
   if (plan.tiles() > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than one launch can hold");
-  using Policy = Kokkos::TeamPolicy<Space>;
+  using Policy = TeamPolicy<Backend>;
   using Kernel = HostGemmKernel<T, typename Policy::member_type>;
-  Policy policy(space, static_cast<int>(plan.tiles()), 1);
-  Kokkos::parallel_for("kten::gemm", policy.set_scratch_size(1, Kokkos::PerTeam(Kernel::scratch_bytes(plan))),
-                       Kernel{A, B, C, bias, accumulate, s, plan});
+  Policy policy(be.space, static_cast<int>(plan.tiles()), 1);
+  run("kten::gemm", be, policy.set_scratch_size(1, Kokkos::PerTeam(Kernel::scratch_bytes(plan))),
+      Kernel{{A, B, C, bias, accumulate, s, plan.tiles_n}, plan});
 }
 
 /// \brief cpu(): on the calling thread when the product is small (one tile there), else on every
@@ -417,36 +453,19 @@ void launch_host_gemm(const Backend& be, const T* A, const T* B, T* C, const T* 
   const double macs = static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
   const double elements = std::max(macs / host_gemm_macs_per_element, static_cast<double>(s.m) * s.n);  // C once
   const std::int64_t work = elements < 1e18 ? static_cast<std::int64_t>(elements) : INT64_MAX;
-  with_execution_space(be, work, [&](auto space) {
-    run_host_gemm(space, plan_host_gemm<T>(s, space.concurrency()), A, B, C, bias, accumulate, s);
+  with_grain(be, work, [&](const auto& on) {
+    run_host_gemm(on, plan_host_gemm<T>(s, on.space.concurrency()), A, B, C, bias, accumulate, s);
   });
 }
 
 template <class Backend, class T>
 void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate, const GemmShape& s) {
   if (s.m == 0 || s.n == 0) return;
-  if (s.n == 1) {
-    const GemvKernel<T> row{A, B, C, bias, accumulate, s};
-    if constexpr (!Backend::is_host) {
-      if (s.a_col == 1 && s.k >= 64 && s.m <= INT32_MAX) {
-        using Policy = TeamPolicy<Backend>;
-        Kokkos::parallel_for("kten::gemv", Policy(be.space, static_cast<int>(s.m), Kokkos::AUTO),
-                             GemvTeamKernel<T, typename Policy::member_type>{row});
-        return;
-      }
-    }
-    if constexpr (Backend::is_host) {
-      if (s.a_col == 1 && s.k >= HostGemvKernel<T>::Lanes) {
-        for_each_index("kten::gemv", be, s.m, HostGemvKernel<T>{row}, s.m * s.k);
-        return;
-      }
-    }
-    for_each_index("kten::gemv", be, s.m, row, s.m * s.k);
-    return;
-  }
+  if (s.n == 1) return launch_gemv(be, GemvKernel<T>{A, s.a_row, s.a_col, B, s.b_row, C, bias, 0, accumulate, s.m, s.k});
+  if (s.m == 1) return launch_gemv(be, GemvKernel<T>{B, s.b_col, s.b_row, A, s.a_col, C, bias, 1, accumulate, s.n, s.k});
   if constexpr (Backend::is_host) {
     launch_host_gemm(be, A, B, C, bias, accumulate, s);
-  } else if constexpr (std::is_same_v<Backend, EmulatedGpuBackend>) {
+  } else if constexpr (Backend::emulated) {
     // The GPU kernel with a team of host threads: 2 where the host has them, so barriers matter.
     if (be.space.concurrency() >= 2) launch_team_gemm<EmulatedTiling<T, 2>>(be, A, B, C, bias, accumulate, s);
     else launch_team_gemm<EmulatedTiling<T, 1>>(be, A, B, C, bias, accumulate, s);

@@ -8,6 +8,8 @@
 //    from the same index functions the kernel uses, for every warp of a team.
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -218,7 +220,7 @@ TEMPLATE_TEST_CASE("the host GEMM is right on every path, transposes, bias and a
       CAPTURE(threads, g.transpose_a, g.transpose_b, g.with_bias, g.accumulate);
       auto o = kten::test::make_gemm<T>(g);
       const auto plan = kten::detail::plan_host_gemm<T>(o.s, threads);
-      kten::detail::run_host_gemm(Kokkos::DefaultHostExecutionSpace(), plan, static_cast<const T*>(o.A.data()),
+      kten::detail::run_host_gemm(kten::detail::HostBackend{}, plan, static_cast<const T*>(o.A.data()),
                                   static_cast<const T*>(o.B.data()), static_cast<T*>(o.C.data()),
                                   kten::test::bias_of(g, o), g.accumulate, o.s);
       kten::test::require_allclose<T>(o.C, o.ref, 1e-5 * (sizeof(T) == 4), sizeof(T) == 4 ? 1e-5 : 1e-12);
