@@ -132,11 +132,12 @@ struct IsTeamPolicy : std::false_type {};
 template <class... Properties>
 struct IsTeamPolicy<Kokkos::TeamPolicy<Properties...>> : std::true_type {};
 
-template <class Backend, class Policy>
+template <class Backend, class Policy, bool Reduces>
 std::unique_lock<std::mutex> lock_shared_scratch() {
+  // A Serial range kernel (every small cpu() operation) uses no scratch: no lock for it.
   constexpr bool serial =
 #ifdef KOKKOS_ENABLE_SERIAL
-      std::is_same_v<typename Backend::execution_space, Kokkos::Serial>;
+      std::is_same_v<typename Backend::execution_space, Kokkos::Serial> && (Reduces || IsTeamPolicy<Policy>::value);
 #else
       false;
 #endif
@@ -169,7 +170,7 @@ void check_launch_thread(bool reduces) {
 template <class Backend, class Policy, class Functor>
 void run(const char* label, const Backend&, const Policy& policy, const Functor& functor) {
   check_launch_thread<Backend, Policy>(false);
-  const auto lock = lock_shared_scratch<Backend, Policy>();
+  const auto lock = lock_shared_scratch<Backend, Policy, false>();
   KernelAccess<Backend> access;
   Kokkos::parallel_for(label, policy, functor);
 }
@@ -179,7 +180,7 @@ template <class Backend, class Policy, class Functor, class Reducer>
 void run_reduce(const char* label, const Backend&, const Policy& policy, const Functor& functor,
                 const Reducer& reducer) {
   check_launch_thread<Backend, Policy>(true);
-  const auto lock = lock_shared_scratch<Backend, Policy>();
+  const auto lock = lock_shared_scratch<Backend, Policy, true>();
   KernelAccess<Backend> access;
   Kokkos::parallel_reduce(label, policy, functor, reducer);
 }

@@ -49,8 +49,8 @@ struct GemmArgs {
 
 /// \brief What a multiply-add weighs against the serial grain of with_execution_space, which
 /// counts elements of a bandwidth-bound operation: a product runs on the calling thread below
-/// 8 x 8192 = 65536 multiply-adds (about 40^3), where one thread and two break even
-/// (measured; docs/performance.md).
+/// 8 x 8192 = 65536 multiply-adds (about 40^3); two threads win from about 48^3 on (measured;
+/// docs/performance.md).
 inline constexpr double host_gemm_macs_per_element = 8;
 
 /// \brief How the host cuts C: tiles of `rows` x `cols` (whole micro-tiles), `tiles_m` x
