@@ -5,6 +5,10 @@
 //   kten-perf [--quick] [--kten-device cpu|gpu] [--out DIR] [Google Benchmark flags]
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+#ifdef __linux__
+#include <sched.h>
+#include <unistd.h>
+#endif
 
 #include <chrono>
 #include <cmath>
@@ -79,6 +83,24 @@ void timed(benchmark::State& state, const Device& d, double work, F body) {
 }
 
 // --- GEMM: kten vs OpenBLAS (cpu) or cuBLAS (gpu) ---------------------------------------------------
+
+/// OpenBLAS sizes its thread pool from the calling thread's CPU affinity, and its threads inherit
+/// that affinity. Under OMP_PROC_BIND, libgomp binds the initial thread to one core before main()
+/// runs, so OpenBLAS would start one thread, and put any more on that same core: half the machine
+/// on two cores. Its threads are made with every online core allowed, then the binding is restored.
+void give_openblas_every_core(int threads) {
+#ifdef __linux__
+  cpu_set_t bound, every;
+  CPU_ZERO(&every);
+  const bool known = sched_getaffinity(0, sizeof bound, &bound) == 0;
+  for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; ++c) CPU_SET(c, &every);
+  if (known) sched_setaffinity(0, sizeof every, &every);
+  openblas_set_num_threads(threads);
+  if (known) sched_setaffinity(0, sizeof bound, &bound);
+#else
+  openblas_set_num_threads(threads);
+#endif
+}
 
 template <class T>
 void vendor_gemm(const Tensor& A, const Tensor& B, const Tensor& C, long n) {
@@ -514,6 +536,7 @@ int main(int argc, char* argv[]) {
     else args.push_back(argv[i]);
   }
   kten::require_available(config.device);
+  give_openblas_every_core(kten::host_threads());
   std::filesystem::create_directories(config.out);
   owned.push_back("--benchmark_out=" + (std::filesystem::path(config.out) / "perf.json").string());
   owned.push_back("--benchmark_out_format=json");
