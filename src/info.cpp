@@ -7,6 +7,7 @@
 #include <kten/detail/kokkos_compat.hpp>
 
 #include "../backends/backend_info.hpp"
+#include "dist/hooks.hpp"
 
 namespace kten {
 
@@ -44,6 +45,7 @@ void print_device_report(std::ostream& os) {
   for (const auto& b : enabled_backends()) os << ' ' << b;
   os << "\nhost       : cpu(0) = " << cpu_model() << ", " << host_threads() << " threads ("
      << Kokkos::DefaultHostExecutionSpace::name() << ")\n";
+  os << "MPI        : " << detail::mpi_report() << '\n';
   if (gpus_are_emulated()) {
     os << "GPUs       : *** EMULATED *** KTEN_EMULATE_GPUS=" << num_gpus() << ": gpu(0) to gpu("
        << num_gpus() - 1 << ") are host-memory stand-ins for testing device rules, not GPUs.\n"

@@ -1,0 +1,288 @@
+// kten::dist's lifetime: MPI initialisation (respecting an application's own), the world
+// communicator, the GPU binding of ranks, aborting the job, and the communicators' MPI state.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <mutex>
+#include <string>
+
+#include <Kokkos_Core.hpp>
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support (after mpi.h, which it needs)
+#endif
+
+#include <kten/dist.hpp>
+#include <kten/dist_mpi.hpp>
+
+#include "../../backends/backend_info.hpp"
+#include "hooks.hpp"
+#include "state.hpp"
+
+namespace kten::dist {
+namespace {
+
+struct Runtime {
+  std::mutex mutex;
+  bool initialised = false;  // between init() and finalize()
+  bool owns_mpi = false;     // init() called MPI_Init_thread, so finalize() calls MPI_Finalize
+  std::shared_ptr<Communicator> world;
+  std::terminate_handler previous_terminate = nullptr;
+  std::vector<std::weak_ptr<detail::CommState>> states;  // for dropping staging at Kokkos finalize
+};
+
+Runtime& runtime() {
+  static Runtime* r = new Runtime;  // never destroyed: communicators may outlive static destruction
+  return *r;
+}
+
+bool mpi_is_running() {
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  return initialised && !finalised;
+}
+
+double seconds_from_environment(const char* name, double fallback) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return fallback;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (*end != '\0' || !(v >= 0))
+    throw Error(std::string("kten: ") + name + " must be a number of seconds >= 0, got '" + env + "'");
+  return v;
+}
+
+// The user chose a GPU for this process already: Kokkos' flags or environment variables.
+bool device_chosen_by_user(int argc, char* argv[]) {
+  for (const char* flag : {"--kokkos-device-id", "--device-id", "--kokkos-device", "--kokkos-num-devices",
+                           "--num-devices", "--kokkos-map-device-id-by"})
+    for (int i = 1; i < argc; ++i)
+      if (argv[i] && std::strncmp(argv[i], flag, std::strlen(flag)) == 0) return true;
+  for (const char* env : {"KOKKOS_DEVICE_ID", "KOKKOS_NUM_DEVICES", "KOKKOS_RAND_DEVICES", "KOKKOS_MAP_DEVICE_ID_BY",
+                          "KOKKOS_VISIBLE_DEVICES"})
+    if (std::getenv(env)) return true;
+  return false;
+}
+
+// Rank r uses GPU local_rank % (GPUs visible to it); Kokkos reads KOKKOS_DEVICE_ID when it starts.
+void bind_gpu(int local_rank, int argc, char* argv[]) {
+  if (Kokkos::is_initialized() || gpus_are_emulated() || device_chosen_by_user(argc, argv)) return;
+  const int gpus = kten::detail::cuda_device_count();  // honours CUDA_VISIBLE_DEVICES; 0 without CUDA
+  if (gpus > 0) setenv("KOKKOS_DEVICE_ID", std::to_string(local_rank % gpus).c_str(), 1);
+}
+
+[[noreturn]] void on_terminate() {
+  std::string what = "std::terminate was called";
+  if (auto e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = std::string("uncaught exception: ") + x.what();
+    } catch (...) {
+      what = "uncaught exception of unknown type";
+    }
+  }
+  abort(what);
+}
+
+void start(int* argc, char*** argv) {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.initialised) return;
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  if (finalised) throw Error("kten: dist::init(): MPI has been finalised already; it cannot start again");
+  if (!initialised) {
+    int provided = 0;
+    detail::check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    r.owns_mpi = true;
+  }
+  r.world = detail::make_communicator(MPI_COMM_WORLD);
+  bind_gpu(r.world->local_rank(), argc ? *argc : 0, argv ? *argv : nullptr);
+  kten::detail::set_default_group(r.world);
+  r.previous_terminate = std::set_terminate(on_terminate);
+  r.initialised = true;
+}
+
+}  // namespace
+
+void init(int& argc, char* argv[]) { start(&argc, &argv); }
+
+void init() { start(nullptr, nullptr); }
+
+void finalize() {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (!r.initialised) return;
+  kten::detail::set_default_group(nullptr);
+  r.world.reset();
+  std::set_terminate(r.previous_terminate);
+  r.initialised = false;
+  if (r.owns_mpi && mpi_is_running()) MPI_Finalize();
+  r.owns_mpi = false;
+}
+
+bool is_initialized() {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.initialised;
+}
+
+std::shared_ptr<Communicator> world() {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (!r.initialised)
+    throw Error("kten: dist::world(): kten::dist is not initialised; construct a kten::dist::Guard at the top "
+                "of main() (or call kten::dist::init)");
+  return r.world;
+}
+
+bool cuda_aware() {
+  if (const char* env = std::getenv("KTEN_MPI_CUDA_AWARE"); env && *env) {
+    if (std::strcmp(env, "1") == 0) return true;
+    if (std::strcmp(env, "0") == 0) return false;
+    throw Error(std::string("kten: KTEN_MPI_CUDA_AWARE must be 1 or 0, got '") + env + "'");
+  }
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;  // built CUDA-aware; asks whether it is at run time
+#else
+  return false;
+#endif
+}
+
+std::string library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  std::string line(text, static_cast<std::size_t>(length));
+  return line.substr(0, line.find_first_of("\r\n"));
+}
+
+void abort(const std::string& message, int exit_code) {
+  int rank = -1;
+  if (mpi_is_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::cerr << "kten: rank " << rank << ": " << message << "; aborting the MPI job" << std::endl;
+  if (mpi_is_running()) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
+
+Guard::Guard(int& argc, char* argv[]) {
+  if (!is_initialized()) {
+    init(argc, argv);
+    owns_dist_ = true;
+    owns_mpi_ = runtime().owns_mpi;
+  }
+  kokkos_ = std::make_unique<ScopeGuard>(argc, argv);
+}
+
+Guard::~Guard() {
+  // Leaving main() through an exception: other ranks may be waiting for this one in a collective,
+  // and MPI_Finalize would wait for them. End the job instead.
+  if (std::uncaught_exceptions() > 0 && owns_dist_ && world()->size() > 1)
+    abort("an exception is leaving the scope of kten::dist::Guard");
+  kokkos_.reset();  // Kokkos before MPI
+  if (owns_dist_) finalize();
+}
+
+std::shared_ptr<Communicator> wrap(MPI_Comm comm) {
+  if (!mpi_is_running())
+    throw Error("kten: dist::wrap(): MPI is not running; call MPI_Init (or kten::dist::init) first");
+  if (comm == MPI_COMM_NULL) throw Error("kten: dist::wrap(): the communicator is MPI_COMM_NULL");
+  return detail::make_communicator(comm);
+}
+
+MPI_Comm native_handle(const Communicator& comm) { return comm.state().comm; }
+
+namespace detail {
+
+void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  throw Error(std::string("kten: ") + call + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+CommState::CommState(MPI_Comm parent) {
+  check_mpi(MPI_Comm_dup(parent, &comm), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(parent, &control), "MPI_Comm_dup");
+  for (MPI_Comm c : {comm, control}) check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_size(node, &local_size);
+  MPI_Comm_free(&node);
+  stall.warning_seconds = seconds_from_environment("KTEN_STALL_WARNING_SECONDS", stall.warning_seconds);
+  stall.abort_seconds = seconds_from_environment("KTEN_STALL_ABORT_SECONDS", stall.abort_seconds);
+}
+
+CommState::~CommState() {
+  if (!mpi_is_running()) return;
+  for (MPI_Request& request : sends) {  // stall answers nobody took: drop them
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (!done) {
+      MPI_Cancel(&request);
+      MPI_Request_free(&request);
+    }
+  }
+  MPI_Comm_free(&control);
+  MPI_Comm_free(&comm);
+}
+
+char* CommState::staging_buffer(std::size_t bytes) {
+  if (!staging || staging->bytes < bytes) {
+    static std::once_flag hook;
+    std::call_once(hook, [] {
+      // Staging buffers are Kokkos allocations: give them back before Kokkos finalises.
+      Kokkos::push_finalize_hook([] {
+        std::lock_guard<std::mutex> lock(runtime().mutex);
+        for (auto& weak : runtime().states)
+          if (auto s = weak.lock()) s->staging.reset();
+      });
+    });
+    staging.reset();
+    if (kten::detail::gpu_backend_name() != nullptr && !gpus_are_emulated()) {
+      auto pinned = std::make_shared<kten::detail::Storage>();
+      pinned->owner = kten::detail::allocate_pinned_host(bytes, &pinned->data);
+      pinned->bytes = bytes;
+      pinned->pinned = true;
+      staging = std::move(pinned);
+    } else {
+      staging = kten::detail::allocate(cpu(), bytes, "dist::staging");
+    }
+  }
+  return static_cast<char*>(staging->data);
+}
+
+std::shared_ptr<Communicator> make_communicator(MPI_Comm parent) {
+  auto state = std::make_shared<CommState>(parent);
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.states.erase(std::remove_if(r.states.begin(), r.states.end(), [](const auto& weak) { return weak.expired(); }),
+                 r.states.end());
+  r.states.push_back(state);
+  return std::make_shared<Communicator>(state);
+}
+
+}  // namespace detail
+}  // namespace kten::dist
+
+namespace kten::detail {
+
+std::string mpi_report() {
+  const std::string library = dist::library_version();
+  std::string line = library.substr(0, library.find(','));  // "Open MPI v4.1.4"
+  if (!dist::is_initialized()) return line + " (kten::dist not initialised in this process)";
+  const auto world = dist::world();
+  return line + ", CUDA-aware: " + (dist::cuda_aware() ? "yes" : "no") + "; rank " + std::to_string(world->rank()) +
+         " of " + std::to_string(world->size()) + ", " + std::to_string(world->local_size()) + " on this node";
+}
+
+}  // namespace kten::detail
