@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -101,9 +102,8 @@ constexpr int kQueryTag = 1, kAnswerTag = 2;
 class StallWatch {
  public:
   StallWatch(CommState& s, const Fingerprint& call) : s_(s), call_(call), start_(Clock::now()) {
-    const double first = s.stall.warning_seconds > 0 ? s.stall.warning_seconds : s.stall.abort_seconds;
-    grace_ = std::min(0.5, 0.5 * first);
-    next_check_ = s.stall.warning_seconds > 0 ? s.stall.warning_seconds : s.stall.abort_seconds;
+    next_check_ = next_due(0);
+    grace_ = std::min(0.5, 0.5 * next_check_);  // time for waiting ranks to answer a query
   }
 
   void poll() {
@@ -118,6 +118,14 @@ class StallWatch {
 
  private:
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+  // The wait (in seconds) at which the next warning or the abort is due after `after`; 0: never.
+  double next_due(double after) const {
+    const double warn = s_.stall.warning_seconds, abort_at = s_.stall.abort_seconds;
+    double due = warn > 0 ? (std::floor(after / warn) + 1) * warn : 0;
+    if (abort_at > after) due = due > 0 ? std::min(due, abort_at) : abort_at;
+    return due;
+  }
 
   void send(int to, int tag, std::int64_t a, std::int64_t b) {
     auto* message = new std::int64_t[2]{a, b};  // kept until the send completes
@@ -194,9 +202,7 @@ class StallWatch {
           << " (KTEN_STALL_WARNING_SECONDS / StallOptions::warning_seconds)" << std::endl;
     }
     query_ = 0;
-    const double warn = s_.stall.warning_seconds, abort_at = s_.stall.abort_seconds;
-    next_check_ += warn > 0 ? warn : abort_at;
-    if (abort_at > 0 && abort_at > waited) next_check_ = std::min(next_check_, abort_at);
+    next_check_ = next_due(waited);
   }
 
   CommState& s_;

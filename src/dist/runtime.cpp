@@ -30,6 +30,7 @@ struct Runtime {
   bool owns_mpi = false;     // init() called MPI_Init_thread, so finalize() calls MPI_Finalize
   std::shared_ptr<Communicator> world;
   std::terminate_handler previous_terminate = nullptr;
+  std::mutex states_mutex;  // guards states
   std::vector<std::weak_ptr<detail::CommState>> states;  // for dropping staging at Kokkos finalize
 };
 
@@ -242,7 +243,7 @@ char* CommState::staging_buffer(std::size_t bytes) {
     std::call_once(hook, [] {
       // Staging buffers are Kokkos allocations: give them back before Kokkos finalises.
       Kokkos::push_finalize_hook([] {
-        std::lock_guard<std::mutex> lock(runtime().mutex);
+        std::lock_guard<std::mutex> lock(runtime().states_mutex);
         for (auto& weak : runtime().states)
           if (auto s = weak.lock()) s->staging.reset();
       });
@@ -264,7 +265,7 @@ char* CommState::staging_buffer(std::size_t bytes) {
 std::shared_ptr<Communicator> make_communicator(MPI_Comm parent) {
   auto state = std::make_shared<CommState>(parent);
   Runtime& r = runtime();
-  std::lock_guard<std::mutex> lock(r.mutex);
+  std::lock_guard<std::mutex> lock(r.states_mutex);
   r.states.erase(std::remove_if(r.states.begin(), r.states.end(), [](const auto& weak) { return weak.expired(); }),
                  r.states.end());
   r.states.push_back(state);
