@@ -87,8 +87,16 @@ class Communicator final : public ProcessGroup {
 /// starts, unless the user chose already (--kokkos-device-id, --kokkos-num-devices,
 /// --kokkos-map-device-id-by or their KOKKOS_* environment variables) or Kokkos is already
 /// initialised. With CUDA_VISIBLE_DEVICES set per rank (e.g. srun --gpus-per-task=1) each rank
-/// sees one GPU and uses it. Also installs a std::terminate handler that aborts the whole job with
-/// the uncaught exception's message.
+/// sees one GPU and uses it.
+///
+/// Host threads: ranks of one node that share cores would each start a thread per core; unless
+/// the user chose a count (OMP_NUM_THREADS, KOKKOS_NUM_THREADS, --kokkos-threads), each rank gets
+/// the cores of its affinity mask divided by the ranks on the node whose masks overlap it (all of
+/// them when unbound, none when each rank is bound to cores of its own), through
+/// KOKKOS_NUM_THREADS.
+///
+/// Also installs a std::terminate handler that aborts the whole job with the uncaught exception's
+/// message.
 void init(int& argc, char* argv[]);
 /// \brief init() without a command line.
 void init();

@@ -1,12 +1,16 @@
 // kten::dist's lifetime: MPI initialisation (respecting an application's own), the world
 // communicator, the GPU binding of ranks, aborting the job, and the communicators' MPI state.
+#include <sched.h>  // sched_getaffinity (Linux)
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <iostream>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
@@ -56,16 +60,50 @@ double seconds_from_environment(const char* name, double fallback) {
   return v;
 }
 
-// The user chose a GPU for this process already: Kokkos' flags or environment variables.
-bool device_chosen_by_user(int argc, char* argv[]) {
-  for (const char* flag : {"--kokkos-device-id", "--device-id", "--kokkos-device", "--kokkos-num-devices",
-                           "--num-devices", "--kokkos-map-device-id-by"})
+bool has_argument(int argc, char* argv[], std::initializer_list<const char*> flags) {
+  for (const char* flag : flags)
     for (int i = 1; i < argc; ++i)
       if (argv[i] && std::strncmp(argv[i], flag, std::strlen(flag)) == 0) return true;
+  return false;
+}
+
+// The user chose a GPU for this process already: Kokkos' flags or environment variables.
+bool device_chosen_by_user(int argc, char* argv[]) {
+  if (has_argument(argc, argv, {"--kokkos-device-id", "--device-id", "--kokkos-device", "--kokkos-num-devices",
+                                "--num-devices", "--kokkos-map-device-id-by"}))
+    return true;
   for (const char* env : {"KOKKOS_DEVICE_ID", "KOKKOS_NUM_DEVICES", "KOKKOS_RAND_DEVICES", "KOKKOS_MAP_DEVICE_ID_BY",
                           "KOKKOS_VISIBLE_DEVICES"})
     if (std::getenv(env)) return true;
   return false;
+}
+
+// Ranks on one node that share cores must not each start a thread per core: each gets its share
+// of the cores in its affinity mask (divided among the ranks of the node whose masks overlap it),
+// unless the user chose a thread count. Kokkos reads KOKKOS_NUM_THREADS when it starts.
+void share_cores(MPI_Comm world, int argc, char* argv[]) {
+  if (Kokkos::is_initialized() || std::getenv("OMP_NUM_THREADS") || std::getenv("KOKKOS_NUM_THREADS") ||
+      has_argument(argc, argv, {"--kokkos-threads", "--threads", "--kokkos-num-threads"}))
+    return;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return;
+  MPI_Comm node = MPI_COMM_NULL;
+  detail::check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int ranks = 1;
+  MPI_Comm_size(node, &ranks);
+  std::vector<cpu_set_t> masks(static_cast<std::size_t>(ranks));
+  detail::check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE, node),
+                    "MPI_Allgather");
+  MPI_Comm_free(&node);
+  int sharing = 0;
+  for (auto& other : masks) {
+    cpu_set_t both;
+    CPU_AND(&both, &mine, &other);
+    sharing += CPU_COUNT(&both) > 0;
+  }
+  const int threads = std::max(1, CPU_COUNT(&mine) / std::max(1, sharing));
+  if (sharing > 1) setenv("KOKKOS_NUM_THREADS", std::to_string(threads).c_str(), 1);
 }
 
 // Rank r uses GPU local_rank % (GPUs visible to it); Kokkos reads KOKKOS_DEVICE_ID when it starts.
@@ -104,6 +142,7 @@ void start(int* argc, char*** argv) {
   }
   r.world = detail::make_communicator(MPI_COMM_WORLD);
   bind_gpu(r.world->local_rank(), argc ? *argc : 0, argv ? *argv : nullptr);
+  share_cores(MPI_COMM_WORLD, argc ? *argc : 0, argv ? *argv : nullptr);
   kten::detail::set_default_group(r.world);
   r.previous_terminate = std::set_terminate(on_terminate);
   r.initialised = true;
