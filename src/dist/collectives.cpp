@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -128,21 +129,19 @@ class StallWatch {
   }
 
   void send(int to, int tag, std::int64_t a, std::int64_t b) {
-    auto* message = new std::int64_t[2]{a, b};  // kept until the send completes
-    buffers_.emplace_back(message);
-    MPI_Request request;
-    check_mpi(MPI_Isend(message, 2, MPI_INT64_T, to, tag, s_.control, &request), "MPI_Isend");
-    s_.sends.push_back(request);
+    auto& pending = s_.sends.emplace_back();  // the message lives until the send completes
+    pending.message[0] = a;
+    pending.message[1] = b;
+    check_mpi(MPI_Isend(pending.message, 2, MPI_INT64_T, to, tag, s_.control, &pending.request), "MPI_Isend");
   }
 
-  // Only this loop receives control messages, so a send is complete once its peer waits somewhere.
+  // Only this loop receives control messages, so a send completes once its peer waits somewhere.
   void complete_sends() {
     for (auto it = s_.sends.begin(); it != s_.sends.end();) {
       int done = 0;
-      check_mpi(MPI_Test(&*it, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      it = done ? s_.sends.erase(it) : it + 1;
+      check_mpi(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      it = done ? s_.sends.erase(it) : std::next(it);
     }
-    if (s_.sends.empty()) buffers_.clear();
   }
 
   bool receive(int tag, std::int64_t (&message)[2], int& from) {
@@ -211,7 +210,6 @@ class StallWatch {
   double grace_ = 0.5, next_check_ = 0, asked_at_ = 0;
   std::int64_t query_ = 0;  // the open query, 0 when none
   std::map<int, std::int64_t> where_;  // rank -> the collective it answered from
-  std::vector<std::unique_ptr<std::int64_t[]>> buffers_;
 };
 
 void wait_for_ranks(CommState& s, MPI_Request& request, const Fingerprint& call) {

@@ -264,12 +264,12 @@ CommState::CommState(MPI_Comm parent) {
 
 CommState::~CommState() {
   if (!mpi_is_running()) return;
-  for (MPI_Request& request : sends) {  // stall answers nobody took: drop them
+  for (PendingSend& send : sends) {  // stall messages nobody took: drop them
     int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    MPI_Test(&send.request, &done, MPI_STATUS_IGNORE);
     if (!done) {
-      MPI_Cancel(&request);
-      MPI_Request_free(&request);
+      MPI_Cancel(&send.request);
+      MPI_Request_free(&send.request);
     }
   }
   MPI_Comm_free(&control);

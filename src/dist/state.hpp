@@ -2,6 +2,7 @@
 // Internal (builds with MPI): the MPI state behind a kten::dist::Communicator.
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,7 +26,11 @@ struct CommState {
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
   std::uint64_t sequence = 0;        // collectives entered on this communicator
   std::int64_t last_query = 0;       // stall queries this rank has sent
-  std::vector<MPI_Request> sends;    // control messages still in flight
+  struct PendingSend {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::int64_t message[2] = {};    // MPI reads it until the send completes
+  };
+  std::list<PendingSend> sends;      // control messages still in flight (stable addresses)
   StallOptions stall;
   std::shared_ptr<kten::detail::Storage> staging;  // page-locked where a GPU backend exists
 
