@@ -19,7 +19,7 @@ build: configure
 	cmake --build --preset $(PRESET)
 
 test: build
-	ctest --preset $(PRESET)
+	ctest --preset $(PRESET) -j $(shell nproc)
 
 tour: build
 	$(BUILD)/examples/kten-tour $(ARGS)

@@ -8,6 +8,7 @@ else()  # kten::dist's MPI headers have no implementation in this build
   install(DIRECTORY include/kten DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
           PATTERN dist.hpp EXCLUDE PATTERN dist_mpi.hpp EXCLUDE)
 endif()
+install(FILES ${PROJECT_BINARY_DIR}/include/kten/config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kten)
 install(TARGETS kten EXPORT ktenTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -4,10 +4,15 @@
 #include <kten/kten.hpp>
 
 int main(int argc, char* argv[]) {
-  kten::ScopeGuard guard(argc, argv);
-  kten::print_device_report(std::cout);
-  std::cout << "devices    :";
-  for (const auto& d : kten::try_all_gpus()) std::cout << ' ' << d;
-  std::cout << "  (try_gpu() = " << kten::try_gpu() << ")\n";
+  try {
+    kten::ScopeGuard guard(argc, argv);
+    kten::print_device_report(std::cout);
+    std::cout << "devices    :";
+    for (const auto& d : kten::try_all_gpus()) std::cout << ' ' << d;
+    std::cout << "  (try_gpu() = " << kten::try_gpu() << ")\n";
+  } catch (const kten::Error& e) {
+    std::cerr << e.what() << '\n';
+    return 1;
+  }
   return 0;
 }

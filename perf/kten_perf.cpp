@@ -20,9 +20,10 @@
 #include <string>
 #include <vector>
 
+#include <Kokkos_Core.hpp>
 #include <kten/kten.hpp>
 
-#include "../backends/cuda/vendor_baseline.hpp"
+#include "baselines/vendor_baseline.hpp"
 #include "git_hash.hpp"  // generated at build time
 
 namespace {
@@ -89,7 +90,7 @@ void vendor_gemm(const Tensor& A, const Tensor& B, const Tensor& C, long n) {
     else
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
   } else {
-    kten::detail::cublas_gemm<T>(static_cast<const T*>(A.data()), static_cast<const T*>(B.data()),
+    kten::perf::cublas_gemm<T>(static_cast<const T*>(A.data()), static_cast<const T*>(B.data()),
                                  static_cast<T*>(C.data()), n, n, n);
   }
 }
@@ -105,7 +106,7 @@ void register_gemm(std::int64_t n) {
     timed(state, d, flops, [&] { kten::matmul(A, B); });
   });
   std::string why;
-  if (d.is_gpu() && !kten::detail::cublas_available(&why)) {
+  if (d.is_gpu() && !kten::perf::cublas_available(&why)) {
     std::cout << "cuBLAS baseline unavailable: " << why << '\n';
     return;
   }
@@ -194,7 +195,7 @@ void register_gpu_rows() {
     timed(state, d, 1, [&] { x + 1.0; });  // one small op, launch to completion
   });
   benchmark::RegisterBenchmark("launch/raw", [=](benchmark::State& state) {
-    for (auto _ : state) state.SetIterationTime(kten::detail::raw_launch_seconds(1));
+    for (auto _ : state) state.SetIterationTime(kten::perf::raw_launch_seconds(1));
     state.counters["work"] = 1;
   })->UseManualTime();
   const std::int64_t n = config.quick ? (1 << 20) : (64 << 20);  // floats: 256 MiB in full mode
@@ -208,7 +209,7 @@ void register_gpu_rows() {
     timed(state, d, bytes, [&] { h.to(d); });
   });
   benchmark::RegisterBenchmark("h2d/cudaMemcpy_pinned", [=](benchmark::State& state) {
-    for (auto _ : state) state.SetIterationTime(kten::detail::raw_pinned_h2d_seconds(static_cast<std::size_t>(bytes), 1));
+    for (auto _ : state) state.SetIterationTime(kten::perf::raw_pinned_h2d_seconds(static_cast<std::size_t>(bytes), 1));
     state.counters["work"] = bytes;
   })->UseManualTime();
 }

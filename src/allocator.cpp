@@ -10,7 +10,9 @@
 
 #include <kten/runtime.hpp>
 
+#include "backend_glue.hpp"
 #include "dispatch.hpp"
+#include "emulated_memory.hpp"
 #include "storage.hpp"
 
 namespace kten {
@@ -103,10 +105,16 @@ BlockCache& cache() {
 
 Block fresh_block(const Device& device, std::size_t size, const char* what) {
   return with_backend(device, [&](auto backend) {
-    using Words = Kokkos::View<double*, typename decltype(backend)::memory_space>;
-    auto view = std::make_shared<Words>(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kten::") + what), size / sizeof(double));
-    return Block{view->data(), std::move(view)};
+    if constexpr (std::is_same_v<decltype(backend), EmulatedGpuBackend>) {
+      Block block{nullptr, nullptr};
+      block.view = allocate_emulated(size, &block.data);
+      return block;
+    } else {
+      using Words = Kokkos::View<double*, typename decltype(backend)::memory_space>;
+      auto view = std::make_shared<Words>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kten::") + what), size / sizeof(double));
+      return Block{view->data(), std::move(view)};
+    }
   });
 }
 
@@ -140,6 +148,29 @@ std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const
   storage->owner = std::shared_ptr<void>(block.data, [key, view = block.view](void* data) mutable {
     cache().give(key, Block{data, std::move(view)});
   });
+  return storage;
+}
+
+std::shared_ptr<Storage> allocate_pinned(std::size_t bytes) {
+  auto storage = std::make_shared<Storage>();
+  try {
+    if (gpus_are_emulated()) {  // emulated GPUs copy from pinned memory like real ones (tested so)
+      using Words = Kokkos::View<double*, Kokkos::HostSpace>;
+      auto view = std::make_shared<Words>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kten::pinned"),
+                                          bytes / sizeof(double) + 1);
+      storage->data = view->data();
+      storage->owner = std::move(view);
+    } else {
+      storage->owner = allocate_pinned_host(bytes, &storage->data);
+    }
+  } catch (const std::exception& e) {
+    throw OutOfMemory("kten: out of pinned host memory: could not allocate " + human_bytes(bytes) + " (" +
+                      std::to_string(bytes) + " bytes) (Kokkos: " + e.what() + ")");
+  }
+  if (!storage->owner) return nullptr;
+  storage->bytes = bytes;
+  storage->device = cpu();
+  storage->pinned = true;
   return storage;
 }
 

@@ -7,9 +7,11 @@
 #include <string>
 
 #include <kten/data.hpp>
+#include <kten/kokkos.hpp>
 #include <kten/ops.hpp>
 #include <kten/random.hpp>
 
+#include "dispatch.hpp"
 #include "storage.hpp"
 
 namespace kten::data {
@@ -32,7 +34,7 @@ Tensor gather_rows(const std::vector<Row>& rows, Tensor Batch::*part) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Tensor& source = rows[i].batch->*part;
     std::memcpy(bytes.data() + i * row_bytes,
-                static_cast<const char*>(source.data()) + rows[i].index * row_bytes, row_bytes);
+                detail::data_ptr<const char>(source) + rows[i].index * row_bytes, row_bytes);
   }
   return detail::from_host(bytes.data(), shape, first.dtype(), cpu());
 }

@@ -3,9 +3,12 @@
 
 #include <cstdint>
 
+#include <type_traits>
+
 #include <kten/detail/kokkos_compat.hpp>
 #include <kten/tensor.hpp>
 
+#include "dispatch.hpp"
 #include "vector_math.hpp"
 
 namespace kten::detail {
@@ -54,19 +57,81 @@ struct Broadcast {
 /// \brief NumPy broadcasting of two shapes; ShapeError names the operation and the clash.
 Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 
-/// \brief grad * (x > 0): the gradient of relu at x.
-Tensor relu_grad(const Tensor& x, const Tensor& grad);
-/// \brief p -= lr * (g + weight_decay * p), in place.
-void sgd_update(const Tensor& p, const Tensor& g, double lr, double weight_decay);
-
 /// \brief Sets every element of `t` to `value`.
 void fill(const Tensor& t, double value);
 
-/// \brief out[i] = op(x[i]) for i < n (out may be x).
-template <class Backend, class T, class Op>
-void map_kernel(const Backend& be, const char* label, const T* x, T* out, std::int64_t n, Op op) {
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<typename Backend::execution_space>(be.space, 0, n),
-                       KOKKOS_LAMBDA(std::int64_t i) { out[i] = op(x[i]); });
+/// \brief out[i] = op(x[i]) (out may be x).
+template <class T, class Op>
+struct MapKernel {
+  const T* x;
+  T* out;
+  Op op;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { out[i] = op(x[i]); }
+};
+
+/// \brief out[i] = op(a[i], b[i]) for operands of one shape.
+template <class T, class Op>
+struct ZipKernel {
+  const T* a;
+  const T* b;
+  T* out;
+  Op op;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { out[i] = op(a[i], b[i]); }
+};
+
+/// \brief A new tensor op(x) of x's shape, device and dtype; make_op(T{}) gives the functor for
+/// element type T.
+template <class MakeOp>
+Tensor map(const char* label, const Tensor& x, MakeOp make_op) {
+  check_defined(x, label);
+  Tensor out = empty(x.shape(), x.device(), x.dtype());
+  launch(label, [&](const auto& be, auto* in, auto* o) {
+    using T = std::remove_pointer_t<decltype(o)>;
+    for_each_index(label, be, x.numel(), MapKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{})});
+  }, x, out);
+  return out;
+}
+
+/// \brief A new tensor Op{}(x): a unary elementwise operation is a functor and this one call.
+template <class Op>
+Tensor unary(const char* label, const Tensor& x) {
+  return map(label, x, [](auto) { return Op{}; });
+}
+
+/// \brief out[i] = op(a[ia], b[ib]): the flat output index is decomposed into coordinates and
+/// re-composed into each input's offset, with stride 0 along broadcast axes.
+template <class T, class Op>
+struct BroadcastZipKernel {
+  const T* a;
+  const T* b;
+  T* out;
+  Op op;
+  BroadcastIndex s;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t rest = i, ia = 0, ib = 0;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const std::int64_t c = rest % s.extent[d];
+      rest /= s.extent[d];
+      ia += c * s.stride_a[d];
+      ib += c * s.stride_b[d];
+    }
+    out[i] = op(a[ia], b[ib]);
+  }
+};
+
+/// \brief A new tensor op(a, b) with NumPy broadcasting; both on one device with one dtype.
+/// Bandwidth-bound: equal shapes take the plain indexed path.
+template <class Op>
+Tensor zip(const char* label, const Tensor& a, const Tensor& b, Op op) {
+  check_compatible(label, a, b);
+  const Broadcast bc = broadcast_shapes(label, a.shape(), b.shape());
+  Tensor out = empty(bc.shape, a.device(), a.dtype());
+  launch(label, [&](const auto& be, auto* x, auto* y, auto* o) {
+    using T = std::remove_pointer_t<decltype(o)>;
+    if (bc.same_shape) for_each_index(label, be, out.numel(), ZipKernel<T, Op>{x, y, o, op});
+    else for_each_index(label, be, out.numel(), BroadcastZipKernel<T, Op>{x, y, o, op, bc.index});
+  }, a, b, out);
+  return out;
 }
 
 }  // namespace kten::detail

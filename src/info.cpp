@@ -6,7 +6,7 @@
 #include <kten/info.hpp>
 #include <kten/detail/kokkos_compat.hpp>
 
-#include "../backends/backend_info.hpp"
+#include "backend_glue.hpp"
 #include "dist/hooks.hpp"
 
 namespace kten {
@@ -37,7 +37,7 @@ std::vector<std::string> enabled_backends() {
 
 int host_threads() { return detail::compat::host_concurrency(); }
 std::string cpu_model() { return detail::host_cpu_model(); }
-std::vector<GpuProperties> gpu_properties() { return detail::cuda_device_properties(); }
+std::vector<GpuProperties> gpu_properties() { return detail::gpu_device_properties(); }
 
 void print_device_report(std::ostream& os) {
   os << "kten " << version() << "  (Kokkos " << kokkos_version() << ")\n";
@@ -63,7 +63,7 @@ void print_device_report(std::ostream& os) {
   }
   os << "GPUs       : " << gpus.size() << " visible; kten drives one per process (one MPI rank per GPU)\n";
   for (const auto& g : gpus) {
-    os << "  " << (g.used_by_kten ? "gpu(0) = " : "         ") << "CUDA " << g.cuda_ordinal << ": " << g.name
+    os << "  " << (g.used_by_kten ? "gpu(0) = " : "         ") << detail::gpu_backend_name() << ' ' << g.ordinal << ": " << g.name
        << ", " << std::fixed << std::setprecision(1) << static_cast<double>(g.memory_bytes) / (1 << 30)
        << " GiB, compute capability " << g.compute_major << '.' << g.compute_minor << ", " << g.multiprocessors
        << " SMs" << (g.used_by_kten ? "" : "  (not used by this process)") << '\n';

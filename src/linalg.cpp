@@ -12,15 +12,16 @@ namespace kten {
 namespace detail {
 
 // Bandwidth-bound: one read and one write per element; writes are contiguous.
-template <class Backend, class T>
-void transpose_kernel(const Backend& be, const T* x, T* out, std::int64_t rows, std::int64_t cols) {
-  Kokkos::parallel_for(
-      "kten::transpose", Kokkos::RangePolicy<typename Backend::execution_space>(be.space, 0, rows * cols),
-      KOKKOS_LAMBDA(std::int64_t o) {
-        const std::int64_t j = o / rows, i = o % rows;  // out is cols x rows
-        out[o] = x[i * cols + j];
-      });
-}
+template <class T>
+struct TransposeKernel {
+  const T* x;
+  T* out;
+  std::int64_t rows, cols;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
+    const std::int64_t j = o / rows, i = o % rows;  // out is cols x rows
+    out[o] = x[i * cols + j];
+  }
+};
 
 void gemm(const Tensor& A, bool transpose_a, const Tensor& B, bool transpose_b, const Tensor& C,
           const Tensor* bias, bool accumulate) {
@@ -34,13 +35,10 @@ void gemm(const Tensor& A, bool transpose_a, const Tensor& B, bool transpose_b, 
   s.a_col = transpose_a ? ac : 1;
   s.b_row = transpose_b ? 1 : bc;
   s.b_col = transpose_b ? bc : 1;
-  with_backend(A.device(), [&](auto be) {
-    with_dtype(A.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      gemm_kernel(be, static_cast<const T*>(A.data()), static_cast<const T*>(B.data()), static_cast<T*>(C.data()),
-                  bias ? static_cast<const T*>(bias->data()) : nullptr, accumulate, s);
-    });
-  });
+  // Every operand, the bias included, must live on one device with one dtype.
+  launch("kten::gemm", [&](const auto& be, auto* a, auto* b, auto* c, auto* bias_or_c) {
+    gemm_kernel(be, a, b, c, bias ? bias_or_c : nullptr, accumulate, s);
+  }, A, B, C, bias ? *bias : C);
 }
 
 }  // namespace detail
@@ -67,12 +65,10 @@ Tensor transpose(const Tensor& x) {
     throw ShapeError("kten: transpose: expects a 2-D tensor, got shape " + shape_str(x.shape()));
   const std::int64_t rows = x.shape()[0], cols = x.shape()[1];
   Tensor out = empty({cols, rows}, x.device(), x.dtype());
-  detail::with_backend(x.device(), [&](auto be) {
-    detail::with_dtype(x.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      detail::transpose_kernel(be, static_cast<const T*>(x.data()), static_cast<T*>(out.data()), rows, cols);
-    });
-  });
+  detail::launch("kten::transpose", [&](const auto& be, auto* in, auto* o) {
+    using T = std::remove_pointer_t<decltype(o)>;
+    detail::for_each_index("kten::transpose", be, rows * cols, detail::TransposeKernel<T>{in, o, rows, cols});
+  }, x, out);
   return out;
 }
 

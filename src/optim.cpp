@@ -1,7 +1,7 @@
 // Optimisers: one update kernel per parameter, on the parameters' device.
 #include <kten/optim.hpp>
 
-#include "elementwise.hpp"
+#include "nn/kernels.hpp"
 
 namespace kten::optim {
 

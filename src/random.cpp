@@ -23,43 +23,43 @@ KOKKOS_INLINE_FUNCTION double unit_double(std::uint32_t hi, std::uint32_t lo) {
 
 }  // namespace
 
-template <class Backend, class T>
-void random_kernel(const Backend& be, T* out, std::int64_t n, std::uint64_t seed, bool normal, double a,
-                   double b) {
-  const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
-  Kokkos::parallel_for(
-      normal ? "kten::randn" : "kten::rand", Kokkos::RangePolicy<typename Backend::execution_space>(be.space, 0, n),
-      KOKKOS_LAMBDA(std::int64_t i) {
-        const auto c0 = static_cast<std::uint32_t>(i), c1 = static_cast<std::uint32_t>(static_cast<std::uint64_t>(i) >> 32);
-        if (normal) {
-          // Box-Muller in double: u1 in (0, 1] keeps log finite.
-          const PhiloxBlock r = philox4x32_10(c0, c1, normal_stream, 0, k0, k1);
-          const double u1 = unit_double(r.w[0], r.w[1]) + 0x1.0p-53;
-          const double u2 = unit_double(r.w[2], r.w[3]);
-          const double z = compat::math::sqrt(-2.0 * compat::math::log(u1)) *
-                           compat::math::cos(6.283185307179586476925 * u2);
-          out[i] = static_cast<T>(a + b * z);
-        } else {
-          const PhiloxBlock r = philox4x32_10(c0, c1, uniform_stream, 0, k0, k1);
-          if constexpr (sizeof(T) == 4) {
-            const float u = unit_float(r.w[0]);
-            out[i] = (a == 0.0 && b == 1.0) ? u : static_cast<T>(a + (b - a) * static_cast<double>(u));
-          } else {
-            const double u = unit_double(r.w[0], r.w[1]);
-            out[i] = (a == 0.0 && b == 1.0) ? u : static_cast<T>(a + (b - a) * u);
-          }
-        }
-      });
-}
+template <class T>
+struct RandomKernel {
+  T* out;
+  std::uint32_t k0, k1;
+  bool normal;
+  double a, b;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    const auto c0 = static_cast<std::uint32_t>(i), c1 = static_cast<std::uint32_t>(static_cast<std::uint64_t>(i) >> 32);
+    if (normal) {
+      // Box-Muller in double: u1 in (0, 1] keeps log finite.
+      const PhiloxBlock r = philox4x32_10(c0, c1, normal_stream, 0, k0, k1);
+      const double u1 = unit_double(r.w[0], r.w[1]) + 0x1.0p-53;
+      const double u2 = unit_double(r.w[2], r.w[3]);
+      const double z = compat::math::sqrt(-2.0 * compat::math::log(u1)) * compat::math::cos(6.283185307179586476925 * u2);
+      out[i] = static_cast<T>(a + b * z);
+    } else {
+      const PhiloxBlock r = philox4x32_10(c0, c1, uniform_stream, 0, k0, k1);
+      if constexpr (sizeof(T) == 4) {
+        const float u = unit_float(r.w[0]);
+        out[i] = (a == 0.0 && b == 1.0) ? u : static_cast<T>(a + (b - a) * static_cast<double>(u));
+      } else {
+        const double u = unit_double(r.w[0], r.w[1]);
+        out[i] = (a == 0.0 && b == 1.0) ? u : static_cast<T>(a + (b - a) * u);
+      }
+    }
+  }
+};
 
 Tensor random_tensor(const Shape& shape, const Device& device, std::uint64_t seed, DType dtype, bool normal,
                      double a, double b) {
   Tensor out = empty(shape, device, dtype);
-  with_backend(device, [&](auto be) {
-    with_dtype(dtype, [&](auto zero) {
-      random_kernel(be, static_cast<decltype(zero)*>(out.data()), out.numel(), seed, normal, a, b);
-    });
-  });
+  const char* label = normal ? "kten::randn" : "kten::rand";
+  const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
+  launch(label, [&](const auto& be, auto* o) {
+    using T = std::remove_pointer_t<decltype(o)>;
+    for_each_index(label, be, out.numel(), RandomKernel<T>{o, k0, k1, normal, a, b});
+  }, out);
   return out;
 }
 

@@ -1,6 +1,8 @@
-// Reductions. Whole-tensor reductions are bandwidth-bound parallel_reduce calls whose result is a
-// View in device memory, so they return without fencing (a 0-d tensor on the device). Axis
-// reductions give one output per work item and read the reduced axis with stride `inner`.
+// Reductions. Whole-tensor reductions are bandwidth-bound; their result is written into device
+// memory, so they return without fencing (a 0-d tensor on the device). NaN propagates: a sum or
+// norm over a NaN is NaN by arithmetic, and max takes NaN over any number, so every device and
+// every order of combining gives the same answer (NumPy's and PyTorch's rule).
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -12,119 +14,180 @@
 
 namespace kten {
 namespace detail {
-namespace {
+
+/// \brief max that propagates NaN: NaN wins over any number, whichever side it is on.
+template <class T>
+KOKKOS_INLINE_FUNCTION T nan_max(T acc, T v) {
+  return (acc != acc || v <= acc) ? acc : v;
+}
 
 // What to accumulate and how to finish: sum, mean (sum / n), max, norm (sqrt of the sum of squares).
 struct SumKind {
   static constexpr bool is_max = false;
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
+  template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return acc + v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return acc; }
 };
-struct MeanKind {
-  static constexpr bool is_max = false;
-  template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
+struct MeanKind : SumKind {
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t n) { return acc / T(n); }
 };
-struct NormKind {
-  static constexpr bool is_max = false;
+struct NormKind : SumKind {
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v * v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return math::sqrt(acc); }
 };
 struct MaxKind {
   static constexpr bool is_max = true;
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
+  template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return nan_max(acc, v); }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return acc; }
 };
 
+/// \brief The identity of a kind's combine: 0, or -inf for max (not -FLT_MAX: max over all -inf
+/// is -inf on every device).
 template <class Kind, class T>
-struct Finish {
+KOKKOS_INLINE_FUNCTION T identity() {
+  return Kind::is_max ? static_cast<T>(-INFINITY) : T(0);
+}
+
+/// \brief A Kokkos reducer over a kind: join is Kind::combine, init its identity.
+template <class Kind, class T, class Space>
+struct KindReducer {
+  using reducer = KindReducer;
+  using value_type = T;
+  using result_view_type = Kokkos::View<T, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  KOKKOS_INLINE_FUNCTION explicit KindReducer(T& value) : value_(&value), references_scalar_(true) {}
+  KOKKOS_INLINE_FUNCTION explicit KindReducer(const result_view_type& value)
+      : value_(value), references_scalar_(false) {}
+
+  KOKKOS_INLINE_FUNCTION void join(T& dest, const T& src) const { dest = Kind::combine(dest, src); }
+  KTEN_VOLATILE_JOIN(T, dest = Kind::combine(static_cast<T>(dest), static_cast<T>(src));)
+  KOKKOS_INLINE_FUNCTION void init(T& v) const { v = identity<Kind, T>(); }
+  KOKKOS_INLINE_FUNCTION T& reference() const { return *value_.data(); }
+  KOKKOS_INLINE_FUNCTION result_view_type view() const { return value_; }
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return references_scalar_; }
+
+ private:
+  result_view_type value_;
+  bool references_scalar_;
+};
+
+/// \brief Host: each of a few parts per thread folds its range into `Lanes` independent partial
+/// results (four SIMD registers of them, so neither the add latency nor a serial chain limits
+/// the loop).
+template <class T, class Kind>
+struct HostPartsKernel {
+  static constexpr int Lanes = 128 / sizeof(T);
+  const T* x;
+  T* partials;
+  std::int64_t n, per_part;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t part) const {
+    const std::int64_t begin = part * per_part < n ? part * per_part : n;
+    const std::int64_t end = begin + per_part < n ? begin + per_part : n;
+    T lane[Lanes];
+    for (int l = 0; l < Lanes; ++l) lane[l] = identity<Kind, T>();
+    std::int64_t i = begin;
+    for (; i + Lanes <= end; i += Lanes) {
+      KTEN_UNROLL
+      for (int l = 0; l < Lanes; ++l) lane[l] = Kind::combine(lane[l], Kind::prepare(x[i + l]));
+    }
+    for (; i < end; ++i) lane[0] = Kind::combine(lane[0], Kind::prepare(x[i]));
+    for (int l = 1; l < Lanes; ++l) lane[0] = Kind::combine(lane[0], lane[l]);
+    partials[part] = lane[0];
+  }
+};
+
+template <class T, class Kind>
+struct FoldPartsKernel {
+  const T* partials;
+  T* result;
+  std::int64_t parts, n;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t) const {
+    T acc = identity<Kind, T>();
+    for (std::int64_t p = 0; p < parts; ++p) acc = Kind::combine(acc, partials[p]);
+    result[0] = Kind::finish(acc, n);
+  }
+};
+
+template <class Kind, class T>
+struct Finisher {
   std::int64_t n;
   KOKKOS_INLINE_FUNCTION T operator()(T acc) const { return Kind::finish(acc, n); }
 };
 
-}  // namespace
+/// \brief GPU: Kokkos' tree reduction in shared memory, written straight into device memory.
+template <class T, class Kind>
+struct DeviceReduceKernel {
+  const T* x;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, T& acc) const { acc = Kind::combine(acc, Kind::prepare(x[i])); }
+};
 
-// Bandwidth-bound, read once. On the host, each of a few parts per thread folds its range into
-// `Lanes` independent partial results (four SIMD registers of them, so neither the add latency
-// nor a serial chain limits the loop), and one small kernel combines the parts into the result.
-// On a GPU, Kokkos' parallel_reduce (a tree in shared memory) writes the result directly.
-// Either way the result stays on the device: nothing fences.
 template <class Backend, class T, class Kind>
-void reduce_all_kernel(const Backend& be, const T* x, T* result, std::int64_t n, Kind) {
-  using Policy = Kokkos::RangePolicy<typename Backend::execution_space>;
+void reduce_all_kernel(const Backend& be, const char* label, const T* x, T* result, std::int64_t n, Kind) {
   if constexpr (Backend::is_host) {
-    constexpr int Lanes = 128 / sizeof(T);
     const std::int64_t parts = 4 * static_cast<std::int64_t>(compat::host_concurrency());
+    constexpr int Lanes = HostPartsKernel<T, Kind>::Lanes;
     const std::int64_t per_part = ((n + parts - 1) / parts + Lanes - 1) / Lanes * Lanes;
     std::vector<T> partial(static_cast<std::size_t>(parts));
-    T* partials = partial.data();
-    Kokkos::parallel_for("kten::reduce", Policy(be.space, 0, parts), KOKKOS_LAMBDA(std::int64_t part) {
-      const std::int64_t begin = part * per_part < n ? part * per_part : n;
-      const std::int64_t end = begin + per_part < n ? begin + per_part : n;
-      T lane[Lanes];
-      for (int l = 0; l < Lanes; ++l) lane[l] = Kind::is_max ? (begin < end ? x[begin] : T(0)) : T(0);
-      std::int64_t i = begin;
-      for (; i + Lanes <= end; i += Lanes) {
-        KTEN_UNROLL
-        for (int l = 0; l < Lanes; ++l) {
-          const T v = Kind::prepare(x[i + l]);
-          if constexpr (Kind::is_max) lane[l] = v > lane[l] ? v : lane[l];
-          else lane[l] += v;
-        }
-      }
-      for (; i < end; ++i) {
-        const T v = Kind::prepare(x[i]);
-        if constexpr (Kind::is_max) lane[0] = v > lane[0] ? v : lane[0];
-        else lane[0] += v;
-      }
-      for (int l = 1; l < Lanes; ++l) {
-        if constexpr (Kind::is_max) lane[0] = lane[l] > lane[0] ? lane[l] : lane[0];
-        else lane[0] += lane[l];
-      }
-      partials[part] = begin < end ? lane[0] : (Kind::is_max ? x[0] : T(0));
-    });
-    Kokkos::parallel_for("kten::reduce_parts", Policy(be.space, 0, 1), KOKKOS_LAMBDA(std::int64_t) {
-      T acc = partials[0];
-      for (std::int64_t p = 1; p < parts; ++p) {
-        if constexpr (Kind::is_max) acc = partials[p] > acc ? partials[p] : acc;
-        else acc += partials[p];
-      }
-      result[0] = acc;
-    });
+    for_each_index(label, be, parts, HostPartsKernel<T, Kind>{x, partial.data(), n, per_part});
+    for_each_index(label, be, 1, FoldPartsKernel<T, Kind>{partial.data(), result, parts, n});
     be.space.fence();  // `partial` lives on this stack frame (host kernels finish here anyway)
   } else {
-    using Result = Kokkos::View<T, typename Backend::memory_space>;
-    Result r = Kokkos::View<T, typename Backend::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(result);
-    if constexpr (Kind::is_max) {
-      Kokkos::parallel_reduce(
-          "kten::max", Policy(be.space, 0, n), KOKKOS_LAMBDA(std::int64_t i, T & acc) { if (x[i] > acc) acc = x[i]; },
-          Kokkos::Max<T, typename Backend::memory_space>(r));
-    } else {
-      Kokkos::parallel_reduce(
-          "kten::sum", Policy(be.space, 0, n), KOKKOS_LAMBDA(std::int64_t i, T & acc) { acc += Kind::prepare(x[i]); },
-          Kokkos::Sum<T, typename Backend::memory_space>(r));
-    }
+    using Reducer = KindReducer<Kind, T, typename Backend::memory_space>;
+    Kokkos::parallel_reduce(label, RangePolicy<Backend>(be.space, 0, n), DeviceReduceKernel<T, Kind>{x},
+                            Reducer(typename Reducer::result_view_type(result)));
+    if constexpr (std::is_same_v<Kind, MeanKind> || std::is_same_v<Kind, NormKind>)
+      for_each_index(label, be, 1, MapKernel<T, Finisher<Kind, T>>{result, result, {n}});
   }
 }
 
+// Axis reductions: out[o] folds the `len` elements x[(o / inner) * len * inner + o % inner + k * inner].
+// One thread per output: adjacent outputs read adjacent addresses when inner > 1 (coalesced).
+template <class T, class Kind>
+struct AxisKernel {
+  const T* x;
+  T* out;
+  std::int64_t len, inner;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
+    const T* p = x + (o / inner) * len * inner + (o % inner);
+    T acc = identity<Kind, T>();
+    for (std::int64_t k = 0; k < len; ++k) acc = Kind::combine(acc, Kind::prepare(p[k * inner]));
+    out[o] = Kind::finish(acc, len);
+  }
+};
+
+// GPU, reducing the last (contiguous) axis: one team per output row, its threads reading
+// consecutive elements (coalesced) and combining in shared memory; one thread per output there
+// would read with stride `len`.
+template <class T, class Kind, class Member, class Space>
+struct RowKernel {
+  const T* x;
+  T* out;
+  std::int64_t len;
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const std::int64_t row = team.league_rank();
+    const T* p = x + row * len;
+    T acc = identity<Kind, T>();
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, len),
+        [&](std::int64_t k, T& a) { a = Kind::combine(a, Kind::prepare(p[k])); },
+        KindReducer<Kind, T, Space>(acc));
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { out[row] = Kind::finish(acc, len); });
+  }
+};
+
 template <class Backend, class T, class Kind>
-void reduce_axis_kernel(const Backend& be, const T* x, T* out, std::int64_t outer, std::int64_t len,
-                        std::int64_t inner, Kind) {
-  Kokkos::parallel_for(
-      "kten::reduce_axis", Kokkos::RangePolicy<typename Backend::execution_space>(be.space, 0, outer * inner),
-      KOKKOS_LAMBDA(std::int64_t o) {
-        const T* p = x + (o / inner) * len * inner + (o % inner);
-        T acc = Kind::is_max ? p[0] : T(0);
-        for (std::int64_t k = 0; k < len; ++k) {
-          const T v = Kind::prepare(p[k * inner]);
-          if constexpr (Kind::is_max) {
-            if (v > acc) acc = v;
-          } else {
-            acc += v;
-          }
-        }
-        out[o] = Kind::finish(acc, len);
-      });
+void reduce_axis_kernel(const Backend& be, const char* label, const T* x, T* out, std::int64_t outer,
+                        std::int64_t len, std::int64_t inner, Kind) {
+  if constexpr (!Backend::is_host) {
+    if (inner == 1 && outer <= INT32_MAX) {
+      using Policy = TeamPolicy<Backend>;
+      using Kernel = RowKernel<T, Kind, typename Policy::member_type, typename Backend::memory_space>;
+      Kokkos::parallel_for(label, Policy(be.space, static_cast<int>(outer), Kokkos::AUTO), Kernel{x, out, len});
+      return;
+    }
+  }
+  for_each_index(label, be, outer * inner, AxisKernel<T, Kind>{x, out, len, inner});
 }
 
 template <class Kind>
@@ -134,15 +197,8 @@ Tensor reduce_all(const char* op, const Tensor& x) {
     throw ShapeError("kten: " + op_name(op) + ": the tensor is empty (shape " + shape_str(x.shape()) +
                      "), so it has no largest element");
   Tensor out = empty({}, x.device(), x.dtype());
-  with_backend(x.device(), [&](auto be) {
-    with_dtype(x.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      T* r = static_cast<T*>(out.data());
-      reduce_all_kernel(be, static_cast<const T*>(x.data()), r, x.numel(), Kind{});
-      if constexpr (!std::is_same_v<Kind, SumKind> && !std::is_same_v<Kind, MaxKind>)
-        map_kernel(be, op, r, r, 1, Finish<Kind, T>{x.numel()});
-    });
-  });
+  launch(op, [&](const auto& be, auto* in, auto* result) { reduce_all_kernel(be, op, in, result, x.numel(), Kind{}); },
+         x, out);
   return out;
 }
 
@@ -160,13 +216,8 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis) {
   Shape out_shape = s;
   out_shape.erase(out_shape.begin() + a);
   Tensor out = empty(out_shape, x.device(), x.dtype());
-  with_backend(x.device(), [&](auto be) {
-    with_dtype(x.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      reduce_axis_kernel(be, static_cast<const T*>(x.data()), static_cast<T*>(out.data()), outer, s[a], inner,
-                         Kind{});
-    });
-  });
+  launch(op, [&](const auto& be, auto* in, auto* o) { reduce_axis_kernel(be, op, in, o, outer, s[a], inner, Kind{}); },
+         x, out);
   return out;
 }
 

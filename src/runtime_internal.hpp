@@ -2,6 +2,7 @@
 // Internal: bookkeeping for kten::stats() and the sync debug mode.
 
 #include <cstddef>
+#include <cstdint>
 
 #include <kten/device.hpp>
 
@@ -12,5 +13,8 @@ void note_transfer(const Device& from, const Device& to, std::size_t bytes);
 /// \brief Counts a host wait for `device`; an implicit one on a GPU is reported per SyncDebug
 /// (Error throws SyncError before anything waits).
 void note_host_sync(const Device& device, const char* cause, bool implicit);
+/// \brief How many times kten has fenced a GPU (real or emulated) since start: white-box tests
+/// check that transfers fence exactly where they must.
+std::uint64_t gpu_fence_count();
 
 }  // namespace kten::detail

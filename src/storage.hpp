@@ -1,6 +1,7 @@
 #pragma once
 // Internal: the allocation behind a tensor.
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 
@@ -14,16 +15,28 @@ struct Storage {
   void* data = nullptr;
   std::size_t bytes = 0;
   Device device;
-  std::shared_ptr<void> owner;  // the Kokkos::View (kten's or the user's) that owns the memory
-  bool pinned = false;          // page-locked host memory (CudaHostPinnedSpace)
+  std::shared_ptr<void> owner;  // what owns the memory: kten's block, a user's View, pinned memory
+  bool pinned = false;          // page-locked host memory a GPU copies from asynchronously
+  /// \brief For pinned storage: the GPU whose queued copy may still be reading it (-1: none).
+  /// Host writes into the buffer and its release wait for that GPU first.
+  mutable std::atomic<int> pending_reader{-1};
+
+  ~Storage();
 };
 
 /// \brief Allocates `bytes` (uninitialised) on `device`; OutOfMemory names the device and size.
 std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what);
 
-/// \brief Copies `bytes` between storages (any devices), counting transfers; fenced when the
-/// destination is read by the host next.
+/// \brief Page-locked host memory (cpu()) a GPU copies from asynchronously; nullptr when there is
+/// nothing to pin for (a host-only build without emulated GPUs).
+std::shared_ptr<Storage> allocate_pinned(std::size_t bytes);
+
+/// \brief Copies `bytes` between storages (any devices), counting transfers. Ordered after the
+/// work that produced `src`; fenced when the host reads `dst` next.
 void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes);
+
+/// \brief Waits until no queued copy still reads pinned `storage` (before the host writes it).
+void wait_for_pending_reader(const Storage& storage);
 
 /// \brief A new tensor on `device` filled from host memory (row-major, `dtype` elements).
 Tensor from_host(const void* values, const Shape& shape, DType dtype, const Device& device);

@@ -1,15 +1,15 @@
-// Tensor storage, creation from host values, transfers between devices, and View interop.
+// The Tensor value type (shape, dtype, storage), reshape, and Kokkos::View interop.
+#include <cstring>
 #include <limits>
 #include <string>
 
+#include <kten/kokkos.hpp>
 #include <kten/ops.hpp>
 #include <kten/tensor.hpp>
 
 #include "checks.hpp"
 #include "dispatch.hpp"
-#include "runtime_internal.hpp"
 #include "storage.hpp"
-#include "../backends/backend_info.hpp"
 
 namespace kten {
 namespace detail {
@@ -28,63 +28,14 @@ std::int64_t checked_numel(const Shape& shape, const char* op) {
   return n;
 }
 
-/// \brief Copies `bytes` from one storage to another, on the right execution-space instance, and
-/// counts it. Host reads are fenced; host-to-device copies are queued on the device.
-void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) {
-  note_transfer(src.device, dst.device, bytes);
-  if (bytes == 0) return;
-  with_backend(src.device, [&](auto from) {
-    with_backend(dst.device, [&](auto to) {
-      using From = decltype(from);
-      using To = decltype(to);
-      RawView<From, char> s(static_cast<char*>(src.data), bytes);
-      RawView<To, char> d(static_cast<char*>(dst.data), bytes);
-      if constexpr (From::is_host && To::is_host) {
-        Kokkos::deep_copy(to.space, d, s);  // one in-order host instance: no fence needed
-      } else if constexpr (From::is_host) {
-        from.space.fence();  // the host producers of `src` have finished
-        Kokkos::deep_copy(to.space, d, s);
-      } else {
-        Kokkos::deep_copy(from.space, d, s);  // ordered after the kernels that produced `src`
-        if constexpr (To::is_host) from.space.fence();  // host code reads `dst` next
-      }
-    });
-  });
-}
-
-void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) {
-  check_defined(t, what);
-  if (t.dtype() != expected)
-    throw DTypeError(std::string("kten: ") + what + " asked for " + dtype_name(expected) +
-                     " values from a " + dtype_name(t.dtype()) + " tensor; use the matching type (" +
-                     (t.dtype() == DType::float32 ? "float" : "double") + ") or .astype(...) first");
-  const Device device = t.device();
-  note_host_sync(device, what, /*implicit=*/true);
-  Storage host{dst, t.nbytes(), cpu(), nullptr};
-  Storage src{t.data(), t.nbytes(), device, nullptr};
-  copy_bytes(src, host, t.nbytes());
-  with_backend(device, [](auto backend) { backend.space.fence(); });
-}
-
-Tensor from_host(const void* values, const Shape& shape, DType dtype, const Device& device) {
-  Tensor out = empty(shape, device, dtype);
-  Storage host{const_cast<void*>(values), out.nbytes(), cpu(), nullptr};
-  copy_bytes(host, *out.storage(), out.nbytes());
-  // The host buffer may die when we return: wait for a queued host-to-device copy to read it.
-  if (!host_can_read(device)) with_backend(device, [](auto backend) { backend.space.fence(); });
-  return out;
-}
-
 namespace {
-// Which memory a tensor on `device` needs, and whether the requested/provided View space fits.
+// A View fits a tensor only in exactly the memory space of the tensor's device: a space that is
+// merely reachable (UVM, pinned, anonymous) would let host code dereference device memory.
 void check_view_space(const Device& device, const ViewRequest& r, const char* op) {
-  require_available(device);
-  const bool host_memory = host_can_read(device);
-  const bool fits = host_memory ? r.host_accessible : r.device_accessible;
-  if (!fits)
-    throw Error("kten: " + op_name(op) + ": a View in " + r.memory_space +
-                " does not fit a tensor on " + device.str() + ", which uses " +
-                (host_memory ? "host memory (HostSpace)" : "GPU memory (CudaSpace)") +
+  const char* wanted = with_backend(device, [](auto be) { return decltype(be)::memory_space::name(); });
+  if (std::strcmp(r.memory_space, wanted) != 0)
+    throw Error("kten: " + op_name(op) + ": a View in memory space " + r.memory_space + " does not fit a tensor on " +
+                device.str() + ", whose memory space is " + wanted +
                 "; deep_copy between the spaces, or use the matching device");
 }
 }  // namespace
@@ -146,6 +97,7 @@ std::int64_t Tensor::size(int axis) const {
 
 void* Tensor::data() const {
   detail::check_defined(*this, "data()");
+  if (storage_->pinned) detail::wait_for_pending_reader(*storage_);  // the caller may write it
   return storage_->data;
 }
 
@@ -173,103 +125,8 @@ Tensor Tensor::reshape(Shape shape) const {
   return Tensor(storage_, std::move(shape), dtype_);
 }
 
-Tensor Tensor::copyto(const Device& device) const {
-  detail::check_defined(*this, "copyto()");
-  Tensor out = empty(shape_, device, dtype_);
-  detail::copy_bytes(*storage_, *out.storage_, nbytes());
-  return out;
-}
-
-Tensor Tensor::to(const Device& device) const {
-  detail::check_defined(*this, "to()");
-  return device == storage_->device ? *this : copyto(device);
-}
-
-void Tensor::copy_from(const Tensor& src) const {
-  detail::check_defined(*this, "copy_from()");
-  detail::check_defined(src, "copy_from()");
-  if (src.shape() != shape_ || src.dtype() != dtype_)
-    throw ShapeError("kten: copy_from(): source " + shape_str(src.shape()) + " " + dtype_name(src.dtype()) +
-                     " does not match destination " + shape_str(shape_) + " " + dtype_name(dtype_));
-  detail::copy_bytes(*src.storage(), *storage_, nbytes());
-}
-
-Tensor Tensor::pin_memory() const {
-  detail::check_defined(*this, "pin_memory()");
-  if (!device().is_cpu())
-    throw Error("kten: pin_memory(): only host tensors can be pinned; this one is on " + device().str());
-  if (storage_->pinned) return *this;
-  auto storage = std::make_shared<detail::Storage>();
-  try {
-    storage->owner = detail::allocate_pinned_host(nbytes(), &storage->data);
-  } catch (const std::exception& e) {
-    throw OutOfMemory("kten: out of pinned host memory: could not allocate " + std::to_string(nbytes()) +
-                      " bytes (Kokkos: " + e.what() + ")");
-  }
-  if (!storage->owner) return *this;  // no GPU backend: nothing would DMA from it
-  storage->bytes = nbytes();
-  storage->device = cpu();
-  storage->pinned = true;
-  Tensor out(std::move(storage), shape_, dtype_);
-  detail::copy_bytes(*storage_, *out.storage_, nbytes());
-  return out;
-}
-
-bool Tensor::is_pinned() const { return storage_ && storage_->pinned; }
-
 bool Tensor::shares_storage_with(const Tensor& other) const {
   return storage_ && storage_ == other.storage_;
-}
-
-Tensor empty(const Shape& shape, const Device& device, DType dtype) {
-  const auto n = detail::checked_numel(shape, "empty()");
-  return Tensor(detail::allocate(device, static_cast<std::size_t>(n) * dtype_size(dtype), "tensor"), shape,
-                dtype);
-}
-
-namespace {
-template <class T>
-Tensor from_values(const std::vector<T>& values, const Shape& shape, const Device& device) {
-  const auto n = detail::checked_numel(shape, "tensor()");
-  if (static_cast<std::int64_t>(values.size()) != n)
-    throw ShapeError("kten: tensor(): " + std::to_string(values.size()) + " values do not fill shape " +
-                     shape_str(shape) + " (" + std::to_string(n) + " elements)");
-  return detail::from_host(values.data(), shape, dtype_of<T>(), device);
-}
-
-template <class T>
-Tensor from_rows(std::initializer_list<std::initializer_list<T>> rows, const Device& device) {
-  const std::size_t cols = rows.size() ? rows.begin()->size() : 0;
-  std::vector<T> values;
-  values.reserve(rows.size() * cols);
-  std::size_t r = 0;
-  for (const auto& row : rows) {
-    if (row.size() != cols)
-      throw ShapeError("kten: tensor(): ragged rows: row 0 has " + std::to_string(cols) + " values, row " +
-                       std::to_string(r) + " has " + std::to_string(row.size()));
-    values.insert(values.end(), row.begin(), row.end());
-    ++r;
-  }
-  return from_values(values, {static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(cols)},
-                     device);
-}
-}  // namespace
-
-Tensor tensor(const std::vector<float>& v, const Shape& s, const Device& d) { return from_values(v, s, d); }
-Tensor tensor(const std::vector<double>& v, const Shape& s, const Device& d) { return from_values(v, s, d); }
-Tensor tensor(const std::vector<float>& v, const Device& d) {
-  return from_values(v, {static_cast<std::int64_t>(v.size())}, d);
-}
-Tensor tensor(const std::vector<double>& v, const Device& d) {
-  return from_values(v, {static_cast<std::int64_t>(v.size())}, d);
-}
-Tensor tensor(std::initializer_list<float> v, const Device& d) { return tensor(std::vector<float>(v), d); }
-Tensor tensor(std::initializer_list<double> v, const Device& d) { return tensor(std::vector<double>(v), d); }
-Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, const Device& d) {
-  return from_rows(rows, d);
-}
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const Device& d) {
-  return from_rows(rows, d);
 }
 
 Tensor Tensor::exp() const { return kten::exp(*this); }

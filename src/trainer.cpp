@@ -10,6 +10,8 @@
 #include <kten/ops.hpp>
 #include <kten/trainer.hpp>
 
+#include "dispatch.hpp"
+
 namespace kten {
 
 Trainer::Trainer(int max_epochs, int num_gpus)
@@ -81,6 +83,7 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
   const Tensor to_train = tensor({1.f, 0.f}, device_), to_val = tensor({0.f, 1.f}, device_);
   std::vector<EpochReport> reports;
   for (int epoch = 0; epoch < max_epochs_; ++epoch) {
+    const detail::Region region("kten::epoch");
     const auto start = std::chrono::steady_clock::now();
     Tensor totals = zeros({2}, device_);  // sums of batch loss x batch size
     auto add = [&](const Tensor& batch_loss, std::int64_t rows, const Tensor& slot) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/catch_message.hpp>
 
 #include <kten/kten.hpp>
 
@@ -27,6 +28,14 @@ inline Device device() {
 
 /// The other device for cross-device tests ([multidevice] runs need a GPU, real or emulated).
 inline Device other_device() { return device().is_cpu() ? gpu(0) : cpu(); }
+
+/// Skips a [multidevice] test case, saying why, when there are fewer than `gpus` GPUs.
+#define KTEN_REQUIRE_GPUS(gpus)                                                                \
+  do {                                                                                         \
+    if (::kten::num_gpus() < (gpus))                                                           \
+      SKIP("needs " << (gpus) << " GPU(s), real or emulated (KTEN_EMULATE_GPUS=2); this process has " \
+                    << ::kten::num_gpus());                                                    \
+  } while (false)
 
 /// Tolerance per element type: float32 results are checked against float64 host references.
 template <class T>

@@ -96,7 +96,7 @@ TEST_CASE("leftover examples are padded from the start of the epoch, dropped, or
   for (int r = 0; r < 3; ++r) CHECK(targets(tiny.shard_batches(true, 1, 0, {r, 3})[0]) == std::vector<float>{only});
 }
 
-TEST_CASE("a shard outside [0, count) is an error", "[data][shard]") {
+TEST_CASE("a shard whose rank is not below its count is an error", "[data][shard]") {
   data::SyntheticRegression data({1.f}, 0.f, 0.1f, 10, 0, 0);
   CHECK_THROWS_AS(data.shard_batches(true, 2, 0, {4, 4}), Error);
   CHECK_THROWS_AS(data.shard_batches(true, 2, 0, {-1, 4}), Error);

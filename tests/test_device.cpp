@@ -1,6 +1,8 @@
 // Devices: naming, comparison, discovery and availability.
 #include <sstream>
 
+#include <Kokkos_Core.hpp>
+
 #include "support.hpp"
 
 using namespace kten;

@@ -3,6 +3,8 @@
 
 #include <catch2/catch_template_test_macros.hpp>
 
+#include <kten/kokkos.hpp>
+
 #include "support.hpp"
 
 using namespace kten;

@@ -2,7 +2,7 @@
 #include <fstream>
 #include <string>
 
-#include "../backend_info.hpp"
+#include "backend_glue.hpp"
 
 namespace kten::detail {
 

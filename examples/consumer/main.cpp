@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include <Kokkos_Core.hpp>
+#include <kten/kokkos.hpp>
 #include <kten/kten.hpp>
 
 int main(int argc, char* argv[]) {

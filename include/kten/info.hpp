@@ -9,9 +9,9 @@
 
 namespace kten {
 
-/// \brief One CUDA device as the driver describes it.
+/// \brief One GPU as its vendor runtime describes it.
 struct GpuProperties {
-  int cuda_ordinal = 0;            ///< \brief CUDA device number
+  int ordinal = 0;                 ///< \brief the vendor runtime's device number
   std::string name;                ///< \brief e.g. "NVIDIA H100 80GB HBM3"
   std::size_t memory_bytes = 0;    ///< \brief global memory
   int compute_major = 0;           ///< \brief compute capability, major

@@ -1,7 +1,9 @@
 #pragma once
 /// \file kten.hpp
-/// \brief Umbrella header: everything kten offers.
+/// \brief Umbrella header: devices, tensors, operations, layers and training. Needs no Kokkos
+/// header (Kokkos interop is <kten/kokkos.hpp>), so it compiles with any C++17 compiler.
 
+#include <kten/config.hpp>
 #include <kten/data.hpp>
 #include <kten/device.hpp>
 #include <kten/dtype.hpp>

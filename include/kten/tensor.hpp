@@ -1,17 +1,15 @@
 #pragma once
 /// \file tensor.hpp
-/// \brief kten::Tensor: a Kokkos allocation in one device's memory, with shape, dtype and device;
-/// creation functions, transfers and Kokkos::View interop.
+/// \brief kten::Tensor: an allocation in one device's memory, with shape, dtype and device;
+/// creation functions and transfers. Needs no Kokkos header: Kokkos::View interop (view<>(),
+/// from_view) is in <kten/kokkos.hpp>.
 
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <vector>
-
-#include <Kokkos_Core.hpp>
 
 #include <kten/device.hpp>
 #include <kten/dtype.hpp>
@@ -29,23 +27,7 @@ class Tensor;
 
 namespace detail {
 struct Storage;
-struct ViewRequest {
-  DType dtype;
-  int rank;
-  bool host_accessible;    // the memory space is reachable from host code
-  bool device_accessible;  // the memory space is reachable from the default (GPU) execution space
-  const char* memory_space;
-};
-void* checked_view_data(const Tensor& t, const ViewRequest& request);
-Tensor tensor_from_external(void* data, Shape shape, const Device& device,
-                            std::shared_ptr<void> owner, const ViewRequest& request);
 void read_to_host(const Tensor& t, void* dst, DType expected, const char* what);
-template <class MemorySpace>
-ViewRequest view_request(DType dtype, int rank) {
-  return {dtype, rank, Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible,
-          Kokkos::SpaceAccessibility<Kokkos::DefaultExecutionSpace, MemorySpace>::accessible,
-          MemorySpace::name()};
-}
 }  // namespace detail
 
 /// \brief A dense row-major array of float32 or float64 living on one Device.
@@ -90,7 +72,7 @@ class Tensor {
   /// an explicit, counted transfer when the devices differ.
   void copy_from(const Tensor& src) const;
   /// \brief A cpu() copy in page-locked (pinned) host memory, so to(gpu) runs at full DMA speed;
-  /// this tensor itself when already pinned, or in a build without a GPU backend (nothing to pin
+  /// this tensor itself when already pinned, or when this process has no GPU, real or emulated (nothing to pin
   /// for). Throws kten::Error for a tensor that is not on cpu().
   Tensor pin_memory() const;
   /// \brief True for host tensors in pinned memory.
@@ -152,26 +134,12 @@ class Tensor {
   /// \brief Raw pointer to the first element, in the device's memory.
   void* data() const;
 
-  /// \brief The data as an unmanaged Kokkos::View (no copy). DataType's value type must match
-  /// dtype(), its rank ndim(), and MemorySpace must be reachable from this tensor's device
-  /// (HostSpace for cpu(), CudaSpace for a GPU). The View does not keep the storage alive.
-  template <class DataType, class MemorySpace = Kokkos::HostSpace>
-  Kokkos::View<DataType, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
-  view() const {
-    using V = Kokkos::View<DataType, Kokkos::LayoutRight, MemorySpace,
-                           Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-    using T = typename V::non_const_value_type;
-    constexpr int rank = static_cast<int>(V::rank);
-    static_assert(rank <= 4, "kten::Tensor::view supports ranks 0 to 4");
-    auto* p = static_cast<typename V::pointer_type>(
-        detail::checked_view_data(*this, detail::view_request<MemorySpace>(dtype_of<T>(), rank)));
-    auto e = [&](int i) { return static_cast<std::size_t>(shape_[i]); };
-    if constexpr (rank == 0) return V(p);
-    else if constexpr (rank == 1) return V(p, e(0));
-    else if constexpr (rank == 2) return V(p, e(0), e(1));
-    else if constexpr (rank == 3) return V(p, e(0), e(1), e(2));
-    else return V(p, e(0), e(1), e(2), e(3));
-  }
+  /// \brief The data as an unmanaged Kokkos::View (no copy), e.g. `t.view<float**>()` or
+  /// `t.view<float*, Kokkos::CudaSpace>()`; defined in <kten/kokkos.hpp>. DataType's value type must
+  /// match dtype(), its rank ndim(), and MemorySpace (default Kokkos::HostSpace) must be exactly the
+  /// memory space of this tensor's device. The View does not keep the storage alive.
+  template <class DataType, class... MemorySpace>
+  auto view() const;
 
   /// \brief Internal: a tensor over existing storage.
   Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype);
@@ -219,31 +187,5 @@ Tensor tensor(std::initializer_list<double> values, const Device& device = cpu()
 Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, const Device& device = cpu());
 /// \brief A 2-D float64 tensor from nested rows.
 Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const Device& device = cpu());
-
-/// \brief Wraps an existing Kokkos::View as a tensor on `device`, without copying.
-///
-/// The tensor keeps a copy of the View (and so the allocation) alive. The View must hold float or
-/// double, be contiguous and row-major (LayoutRight, or rank <= 1), have rank <= 4, and live in a
-/// memory space `device` can use (HostSpace for cpu(), CudaSpace for a GPU); otherwise
-/// kten::Error explains what does not fit.
-template <class ViewType>
-Tensor from_view(const ViewType& view, const Device& device = cpu()) {
-  static_assert(Kokkos::is_view<ViewType>::value, "kten::from_view takes a Kokkos::View");
-  using T = typename ViewType::value_type;
-  static_assert(!std::is_const_v<T>, "kten::from_view needs a View of non-const elements");
-  constexpr int rank = static_cast<int>(ViewType::rank);
-  static_assert(rank <= 4, "kten::from_view supports ranks 0 to 4");
-  static_assert(rank <= 1 || std::is_same_v<typename ViewType::array_layout, Kokkos::LayoutRight>,
-                "kten::from_view needs a row-major (LayoutRight) View for rank >= 2");
-  if (!view.span_is_contiguous())
-    throw Error("kten::from_view: the View '" + view.label() +
-                "' is not contiguous (a strided subview?); pass a contiguous View or copy it first");
-  Shape shape(rank);
-  for (int r = 0; r < rank; ++r) shape[r] = static_cast<std::int64_t>(view.extent(r));
-  auto owner = std::make_shared<ViewType>(view);
-  return detail::tensor_from_external(
-      view.data(), std::move(shape), device, std::move(owner),
-      detail::view_request<typename ViewType::memory_space>(dtype_of<T>(), rank));
-}
 
 }  // namespace kten

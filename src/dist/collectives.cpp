@@ -328,31 +328,32 @@ void in_pieces(void* data, std::int64_t count, DType dtype, F call) {
          static_cast<int>(std::min(piece, count - done)));
 }
 
-// GPU memory goes to MPI directly only with a CUDA-aware MPI; emulated GPUs model the other case.
-bool staged(const Device& d) { return d.is_gpu() && (kten::detail::host_can_read(d) || !cuda_aware()); }
-
-void fence(const Device& d) {
-  kten::detail::with_backend(d, [](auto backend) { backend.space.fence(); });
-}
+// GPU memory goes to MPI directly only with a CUDA-aware MPI; emulated GPUs model the other case
+// (their memory may even be unreadable from the host outside kten's kernels and copies).
+bool staged(const Device& d) { return d.is_gpu() && (gpus_are_emulated() || !cuda_aware()); }
 
 kten::detail::Storage bytes_of(const Tensor& t) { return {t.data(), t.nbytes(), t.device(), nullptr}; }
 kten::detail::Storage host_bytes(char* p, std::size_t n) { return {p, n, cpu(), nullptr}; }
 
-// Host staging memory for a collective on `device`, or nullptr when MPI takes the tensors' own.
+// Host staging memory for a collective on `device`, or nullptr when MPI takes the tensors' own;
+// free of copies still reading it, since MPI may write it next.
 char* staging_for(CommState& s, const Device& device, std::size_t bytes) {
-  return staged(device) ? s.staging_buffer(bytes) : nullptr;
+  if (!staged(device)) return nullptr;
+  char* staging = s.staging_buffer(bytes);
+  kten::detail::wait_for_pending_reader(*s.staging);
+  return staging;
 }
 
 // The memory MPI works on for `t`: its own, or `staging` (filled from it when `fill`).
 char* mpi_buffer(const Tensor& t, char* staging, bool fill) {
-  if (!staged(t.device())) return static_cast<char*>(t.data());
+  if (!staged(t.device())) return kten::detail::data_ptr<char>(t);
   if (fill) kten::detail::copy_bytes(bytes_of(t), host_bytes(staging, t.nbytes()), t.nbytes());
   return staging;
 }
 
 // After MPI wrote `buffer`: copy it into `t` when it was staged.
 void land(char* buffer, const Tensor& t) {
-  if (buffer != t.data()) kten::detail::copy_bytes(host_bytes(buffer, t.nbytes()), bytes_of(t), t.nbytes());
+  if (buffer != kten::detail::data_ptr<char>(t)) kten::detail::copy_bytes(host_bytes(buffer, t.nbytes()), bytes_of(t), t.nbytes());
 }
 
 template <class T>
@@ -366,9 +367,8 @@ void divide(const Tensor& t, int by) {
   kten::detail::with_backend(t.device(), [&](auto backend) {
     kten::detail::with_dtype(t.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      using Space = typename decltype(backend)::execution_space;
-      Kokkos::parallel_for("kten::dist::mean", Kokkos::RangePolicy<Space>(backend.space, 0, t.numel()),
-                           DivideBy<T>{static_cast<T*>(t.data()), static_cast<T>(by)});
+      kten::detail::for_each_index("kten::dist::mean", backend, t.numel(),
+                                   DivideBy<T>{kten::detail::data_ptr<T>(t), static_cast<T>(by)});
     });
   });
 }
@@ -410,9 +410,8 @@ void Communicator::all_reduce(const Tensor& t, ReduceOp op) const {
   if (t.numel() == 0) return;
   detail::or_abort("all_reduce", [&] {
     kten::detail::note_host_sync(t.device(), "dist::all_reduce", /*implicit=*/false);
-    detail::fence(t.device());  // the kernels writing `t`, and copies still reading the staging buffer
     char* buffer = detail::mpi_buffer(t, detail::staging_for(*state_, t.device(), t.nbytes()), true);
-    detail::fence(t.device());
+    kten::detail::fence(t.device());  // the kernels that wrote `t` have finished
     detail::in_pieces(buffer, t.numel(), t.dtype(), [&](char* p, int n) {
       detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, p, n, detail::mpi_type(t.dtype()), detail::mpi_op(op), state_->comm),
                         "MPI_Allreduce");
@@ -434,9 +433,8 @@ void Communicator::broadcast(const Tensor& t, int root) const {
   detail::or_abort("broadcast", [&] {
     kten::detail::note_host_sync(t.device(), "dist::broadcast", /*implicit=*/false);
     const bool sender = state_->rank == root;
-    detail::fence(t.device());
     char* buffer = detail::mpi_buffer(t, detail::staging_for(*state_, t.device(), t.nbytes()), sender);
-    detail::fence(t.device());
+    kten::detail::fence(t.device());  // kernels still using `t` have finished before MPI writes it
     detail::in_pieces(buffer, t.numel(), t.dtype(), [&](char* p, int n) {
       detail::check_mpi(MPI_Bcast(p, n, detail::mpi_type(t.dtype()), root, state_->comm), "MPI_Bcast");
     });
@@ -457,11 +455,10 @@ Tensor Communicator::all_gather(const Tensor& t) const {
   if (t.numel() == 0) return out;
   detail::or_abort("all_gather", [&] {
     kten::detail::note_host_sync(t.device(), "dist::all_gather", /*implicit=*/false);
-    detail::fence(t.device());
     char* staging = detail::staging_for(*state_, t.device(), t.nbytes() + out.nbytes());
     char* send = detail::mpi_buffer(t, staging, true);
-    char* receive = detail::mpi_buffer(out, staging + t.nbytes(), false);
-    detail::fence(t.device());
+    char* receive = detail::mpi_buffer(out, staging ? staging + t.nbytes() : nullptr, false);
+    kten::detail::fence(t.device());
     const auto type = detail::mpi_type(t.dtype());
     const int n = static_cast<int>(t.numel());
     detail::check_mpi(MPI_Allgather(send, n, type, receive, n, type, state_->comm), "MPI_Allgather");
@@ -489,11 +486,10 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op) const {
   if (t.numel() == 0) return out;
   detail::or_abort("reduce_scatter", [&] {
     kten::detail::note_host_sync(t.device(), "dist::reduce_scatter", /*implicit=*/false);
-    detail::fence(t.device());
     char* staging = detail::staging_for(*state_, t.device(), t.nbytes() + out.nbytes());
     char* send = detail::mpi_buffer(t, staging, true);
-    char* receive = detail::mpi_buffer(out, staging + t.nbytes(), false);
-    detail::fence(t.device());
+    char* receive = detail::mpi_buffer(out, staging ? staging + t.nbytes() : nullptr, false);
+    kten::detail::fence(t.device());
     detail::check_mpi(MPI_Reduce_scatter_block(send, receive, static_cast<int>(out.numel()), detail::mpi_type(t.dtype()),
                                                detail::mpi_op(op), state_->comm),
                       "MPI_Reduce_scatter_block");

@@ -21,7 +21,7 @@
 #include <kten/dist.hpp>
 #include <kten/dist_mpi.hpp>
 
-#include "../../backends/backend_info.hpp"
+#include "backend_glue.hpp"
 #include "hooks.hpp"
 #include "state.hpp"
 
@@ -109,7 +109,7 @@ void share_cores(MPI_Comm world, int argc, char* argv[]) {
 // Rank r uses GPU local_rank % (GPUs visible to it); Kokkos reads KOKKOS_DEVICE_ID when it starts.
 void bind_gpu(int local_rank, int argc, char* argv[]) {
   if (Kokkos::is_initialized() || gpus_are_emulated() || device_chosen_by_user(argc, argv)) return;
-  const int gpus = kten::detail::cuda_device_count();  // honours CUDA_VISIBLE_DEVICES; 0 without CUDA
+  const int gpus = kten::detail::gpu_device_count();  // honours CUDA_VISIBLE_DEVICES; 0 without a GPU
   if (gpus > 0) setenv("KOKKOS_DEVICE_ID", std::to_string(local_rank % gpus).c_str(), 1);
 }
 
@@ -288,15 +288,8 @@ char* CommState::staging_buffer(std::size_t bytes) {
       });
     });
     staging.reset();
-    if (kten::detail::gpu_backend_name() != nullptr && !gpus_are_emulated()) {
-      auto pinned = std::make_shared<kten::detail::Storage>();
-      pinned->owner = kten::detail::allocate_pinned_host(bytes, &pinned->data);
-      pinned->bytes = bytes;
-      pinned->pinned = true;
-      staging = std::move(pinned);
-    } else {
-      staging = kten::detail::allocate(cpu(), bytes, "dist::staging");
-    }
+    staging = kten::detail::allocate_pinned(bytes);  // page-locked where a GPU may copy from it
+    if (!staging) staging = kten::detail::allocate(cpu(), bytes, "dist::staging");
   }
   return static_cast<char*>(staging->data);
 }

@@ -6,9 +6,10 @@
 #include <kten/ops.hpp>
 #include <kten/random.hpp>
 
-#include "../checks.hpp"
-#include "../elementwise.hpp"
-#include "../linalg.hpp"
+#include "checks.hpp"
+#include "dispatch.hpp"
+#include "nn/kernels.hpp"
+#include "linalg.hpp"
 
 namespace kten::nn {
 
@@ -66,6 +67,8 @@ std::vector<NamedParameter> Linear::named_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& input) {
+  detail::check_defined(input, "Linear forward");
+  detail::check_same_device("Linear forward", input.device(), device());
   if (input.ndim() != 2)
     throw ShapeError("kten: Linear forward: expects (batch, features), got shape " + shape_str(input.shape()));
   if (in_features_ < 0) initialise(input.shape()[1]);
@@ -82,6 +85,7 @@ Tensor Linear::forward(const Tensor& input) {
 }
 
 Tensor Linear::backward(const Tensor& grad_output) {
+  detail::Region region("kten::Linear::backward");
   check_forward_done(input_, name());
   detail::check_compatible("Linear backward", grad_output, input_);
   if (grad_output.shape() != Shape{input_.shape()[0], out_features_})
@@ -102,6 +106,7 @@ Tensor ReLU::forward(const Tensor& input) {
 }
 
 Tensor ReLU::backward(const Tensor& grad_output) {
+  detail::Region region("kten::ReLU::backward");
   check_forward_done(input_, name());
   if (grad_output.shape() != input_.shape())
     throw ShapeError("kten: ReLU backward: the gradient has shape " + shape_str(grad_output.shape()) +
@@ -125,6 +130,7 @@ Tensor Sequential::forward(const Tensor& input) {
 }
 
 Tensor Sequential::backward(const Tensor& grad_output) {
+  detail::Region region("kten::Sequential::backward");
   Tensor g = grad_output;
   for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) g = (*it)->backward(g);
   return g;

@@ -2,7 +2,7 @@
 #include <kten/nn/loss.hpp>
 #include <kten/ops.hpp>
 
-#include "../checks.hpp"
+#include "checks.hpp"
 
 namespace kten::nn {
 

@@ -2,8 +2,9 @@
 #include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
 
-#include "../checks.hpp"
-#include "../elementwise.hpp"
+#include "checks.hpp"
+#include "dispatch.hpp"
+#include "elementwise.hpp"
 
 namespace kten::nn {
 
@@ -14,6 +15,7 @@ Tensor Module::operator()(const Tensor& input) {
                          " but the module's parameters are on " + device_.str() +
                          "; kten never copies implicitly. Move the input with x.to(" + device_.str() +
                          ") or the module with .to(" + input.device().str() + ")");
+  detail::Region region("kten::" + name() + "::forward");
   return forward(input);
 }
 

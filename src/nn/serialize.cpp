@@ -16,7 +16,7 @@
 #include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
 
-#include "../storage.hpp"
+#include "storage.hpp"
 
 namespace kten::nn {
 namespace {

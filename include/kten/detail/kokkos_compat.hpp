@@ -46,3 +46,12 @@ KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
 inline int host_concurrency() { return Kokkos::DefaultHostExecutionSpace().concurrency(); }
 
 }  // namespace kten::detail::compat
+
+/// \brief Kokkos 3.x may call a custom reducer's join with volatile arguments; 4.x never does and
+/// dropped the requirement. Expands to that overload where it is needed, with `body` over dest, src.
+#if KOKKOS_VERSION < 40000
+#define KTEN_VOLATILE_JOIN(T, body) \
+  KOKKOS_INLINE_FUNCTION void join(volatile T& dest, const volatile T& src) const { body }
+#else
+#define KTEN_VOLATILE_JOIN(T, body)
+#endif

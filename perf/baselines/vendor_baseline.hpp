@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-namespace kten::detail {
+namespace kten::perf {
 
 /// \brief Whether cuBLAS could be loaded (false in host-only builds); `why` says why not.
 bool cublas_available(std::string* why);
@@ -20,4 +20,4 @@ double raw_launch_seconds(int repetitions);
 /// \brief Seconds for one cudaMemcpy of `bytes` from pinned host memory to the GPU (0 without CUDA).
 double raw_pinned_h2d_seconds(std::size_t bytes, int repetitions);
 
-}  // namespace kten::detail
+}  // namespace kten::perf

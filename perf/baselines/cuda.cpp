@@ -1,18 +1,16 @@
-// cuBLAS baseline for the perf suite, loaded with dlopen: the GPU machines carry cuBLAS 13 while
-// Debian builds with CUDA 11.8, so nothing links against a particular cuBLAS.
+// cuBLAS baseline for the perf suite, loaded with dlopen: the GPU machines may carry a newer cuBLAS
+// than the CUDA 11.8 Debian builds with, so nothing links against a particular cuBLAS. Also a raw
+// CUDA kernel launch and cudaMemcpy from pinned memory, the floors kten's GPU rows compare with.
 #include "vendor_baseline.hpp"
+
+#include <dlfcn.h>
 
 #include <chrono>
 
 #include <Kokkos_Core.hpp>
 
-#ifdef KOKKOS_ENABLE_CUDA
-#include <dlfcn.h>
-#endif
+namespace kten::perf {
 
-namespace kten::detail {
-
-#ifdef KOKKOS_ENABLE_CUDA
 namespace {
 using Handle = void*;
 using CreateFn = int (*)(Handle*);
@@ -106,17 +104,5 @@ double raw_pinned_h2d_seconds(std::size_t bytes, int repetitions) {
   cudaFreeHost(host);
   return s;
 }
-#else
-double raw_launch_seconds(int) { return 0; }
-double raw_pinned_h2d_seconds(std::size_t, int) { return 0; }
-bool cublas_available(std::string* why) {
-  if (why) *why = "host-only build";
-  return false;
-}
-template <class T>
-void cublas_gemm(const T*, const T*, T*, long, long, long) {}
-template void cublas_gemm<float>(const float*, const float*, float*, long, long, long);
-template void cublas_gemm<double>(const double*, const double*, double*, long, long, long);
-#endif
 
-}  // namespace kten::detail
+}  // namespace kten::perf

@@ -1,0 +1,56 @@
+// CUDA glue: the runtime's view of the devices, and pinned host memory.
+#include "backend_glue.hpp"
+
+#include <cuda_runtime.h>
+
+#include <Kokkos_Core.hpp>
+
+namespace kten::detail {
+
+const char* gpu_backend_name() { return "Cuda"; }
+
+std::string gpu_runtime_problem() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error
+    return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+  }
+  if (count == 0) return "the CUDA runtime sees no device";
+  return {};
+}
+
+int gpu_device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+int kokkos_gpu_device() { return Kokkos::Cuda().cuda_device(); }
+
+std::shared_ptr<void> allocate_pinned_host(std::size_t bytes, void** data) {
+  using Pinned = Kokkos::View<double*, Kokkos::CudaHostPinnedSpace>;
+  auto view = std::make_shared<Pinned>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kten::pinned"),
+                                       bytes / sizeof(double) + 1);
+  *data = view->data();
+  return view;
+}
+
+std::vector<GpuProperties> gpu_device_properties() {
+  std::vector<GpuProperties> out;
+  const int used = Kokkos::is_initialized() ? kokkos_gpu_device() : -1;
+  for (int i = 0; i < gpu_device_count(); ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    out.push_back({i, p.name, p.totalGlobalMem, p.major, p.minor, p.multiProcessorCount, i == used});
+  }
+  return out;
+}
+
+}  // namespace kten::detail

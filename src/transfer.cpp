@@ -1,0 +1,116 @@
+// Transfers: every copy between devices goes through copy_bytes (Kokkos::deep_copy on the right
+// execution-space instance), is counted, and fences only where the host reads the result next.
+#include <string>
+
+#include <kten/runtime.hpp>
+#include <kten/tensor.hpp>
+
+#include "checks.hpp"
+#include "dispatch.hpp"
+#include "runtime_internal.hpp"
+#include "storage.hpp"
+
+namespace kten {
+namespace detail {
+
+void wait_for_pending_reader(const Storage& storage) {
+  const int gpu_index = storage.pending_reader.exchange(-1);
+  if (gpu_index >= 0) fence(gpu(gpu_index));
+}
+
+Storage::~Storage() {
+  if (pending_reader < 0 || !Kokkos::is_initialized()) return;
+  try {
+    wait_for_pending_reader(*this);  // the DMA must finish before the pinned buffer is freed
+  } catch (...) {
+  }
+}
+
+void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) {
+  note_transfer(src.device, dst.device, bytes);
+  if (bytes == 0) return;
+  if (dst.pinned) wait_for_pending_reader(dst);
+  Region region("kten::copy");
+  with_backend(src.device, [&](auto from) {
+    with_backend(dst.device, [&](auto to) {
+      using From = decltype(from);
+      using To = decltype(to);
+      RawView<From, char> s(static_cast<char*>(src.data), bytes);
+      RawView<To, char> d(static_cast<char*>(dst.data), bytes);
+      if constexpr (From::is_host && To::is_host) {
+        Kokkos::deep_copy(to.space, d, s);  // one in-order host instance: no fence needed
+      } else if constexpr (From::is_host) {
+        // Host kernels have finished when they return. A copy from pageable memory is staged by
+        // the runtime before deep_copy returns; one from pinned memory is a DMA that may still
+        // read `src` later, so the host waits for it before writing or freeing the buffer.
+        Kokkos::deep_copy(to.space, d, s);
+        if (src.pinned) src.pending_reader = dst.device.index();
+      } else {
+        Kokkos::deep_copy(from.space, d, s);      // ordered after the kernels that produced `src`
+        if constexpr (To::is_host) fence(src.device);  // host code reads `dst` next
+      }
+    });
+  });
+}
+
+void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) {
+  check_defined(t, what);
+  if (t.dtype() != expected)
+    throw DTypeError(std::string("kten: ") + what + " asked for " + dtype_name(expected) +
+                     " values from a " + dtype_name(t.dtype()) + " tensor; use the matching type (" +
+                     (t.dtype() == DType::float32 ? "float" : "double") + ") or .astype(...) first");
+  note_host_sync(t.device(), what, /*implicit=*/true);
+  Storage host{dst, t.nbytes(), cpu(), nullptr};
+  copy_bytes(*t.storage(), host, t.nbytes());
+}
+
+Tensor from_host(const void* values, const Shape& shape, DType dtype, const Device& device) {
+  Tensor out = empty(shape, device, dtype);
+  Storage host{const_cast<void*>(values), out.nbytes(), cpu(), nullptr};
+  copy_bytes(host, *out.storage(), out.nbytes());  // pageable source: staged, no fence needed
+  return out;
+}
+
+}  // namespace detail
+
+Tensor Tensor::copyto(const Device& device) const {
+  detail::check_defined(*this, "copyto()");
+  Tensor out = empty(shape_, device, dtype_);
+  detail::copy_bytes(*storage_, *out.storage_, nbytes());
+  return out;
+}
+
+Tensor Tensor::to(const Device& device) const {
+  detail::check_defined(*this, "to()");
+  return device == storage_->device ? *this : copyto(device);
+}
+
+void Tensor::copy_from(const Tensor& src) const {
+  detail::check_defined(*this, "copy_from()");
+  detail::check_defined(src, "copy_from()");
+  if (src.shape() != shape_ || src.dtype() != dtype_)
+    throw ShapeError("kten: copy_from(): source " + shape_str(src.shape()) + " " + dtype_name(src.dtype()) +
+                     " does not match destination " + shape_str(shape_) + " " + dtype_name(dtype_));
+  detail::copy_bytes(*src.storage(), *storage_, nbytes());
+}
+
+Tensor Tensor::pin_memory() const {
+  detail::check_defined(*this, "pin_memory()");
+  if (!device().is_cpu())
+    throw Error("kten: pin_memory(): only host tensors can be pinned; this one is on " + device().str());
+  if (storage_->pinned) return *this;
+  auto storage = detail::allocate_pinned(nbytes());
+  if (!storage) return *this;  // no GPU backend and no emulated GPUs: nothing would DMA from it
+  Tensor out(std::move(storage), shape_, dtype_);
+  detail::copy_bytes(*storage_, *out.storage_, nbytes());
+  return out;
+}
+
+bool Tensor::is_pinned() const { return storage_ && storage_->pinned; }
+
+void synchronize(const Device& device) {
+  detail::note_host_sync(device, "synchronize()", /*implicit=*/false);
+  detail::fence(device);
+}
+
+}  // namespace kten

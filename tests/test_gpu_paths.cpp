@@ -1,0 +1,132 @@
+// What the GPU path must get right, checked without a GPU: emulated GPUs take the device code
+// paths and their memory traps host access; every kernel checks all operands' devices; Views
+// must match a tensor's memory space exactly; pinned buffers are not reused while a copy may
+// still read them; transfers fence only where the host reads next.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <limits>
+
+#include <kten/kokkos.hpp>
+
+#include "dispatch.hpp"
+#include "emulated_memory.hpp"
+#include "linalg.hpp"
+#include "runtime_internal.hpp"
+#include "support.hpp"
+
+using namespace kten;
+
+TEST_CASE("emulated GPUs take the device code path, cpu() the host one", "[gpu-path]") {
+  CHECK(detail::host_can_read(cpu()));
+  if (gpus_are_emulated()) CHECK_FALSE(detail::host_can_read(gpu(0)));
+  if (num_gpus() > 0) CHECK_FALSE(detail::host_can_read(gpu(0)));
+}
+
+TEST_CASE("host code that dereferences emulated GPU memory crashes", "[gpu-path][multidevice]") {
+  KTEN_REQUIRE_GPUS(1);
+  if (!gpus_are_emulated() || !detail::emulated_memory_trapped())
+    SKIP("needs emulated GPUs with KTEN_TRAP_HOST_ACCESS=1 (the emulated test run sets both)");
+  auto t = ones({16}, gpu(0));
+  CHECK(t.to_vector<float>()[3] == 1.f);  // explicit copies may read it
+  const pid_t child = fork();
+  if (child == 0) {
+    std::signal(SIGSEGV, SIG_DFL);  // die of the fault, not of Catch2's handler
+    volatile float v = static_cast<const float*>(t.data())[3];  // a host read of device memory
+    (void)v;
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  if (WIFSIGNALED(status)) CHECK(WTERMSIG(status) == SIGSEGV);
+}
+
+TEST_CASE("the matrix product checks every operand's device", "[gpu-path][multidevice]") {
+  KTEN_REQUIRE_GPUS(2);
+  auto a = ones({3, 4}, gpu(0)), b = ones({4, 2}, gpu(0)), c = empty({3, 2}, gpu(0));
+  auto bias_elsewhere = ones({2}, gpu(1)), c_elsewhere = empty({3, 2}, gpu(1));
+  CHECK_THROWS_AS(detail::gemm(a, false, b, false, c, &bias_elsewhere, false), DeviceMismatch);
+  CHECK_THROWS_AS(detail::gemm(a, false, b, false, c_elsewhere, nullptr, false), DeviceMismatch);
+  CHECK_THROWS_AS(detail::gemm(a, false, ones({4, 2}, gpu(1)), false, c, nullptr, false), DeviceMismatch);
+  CHECK_NOTHROW(detail::gemm(a, false, b, false, c, nullptr, false));
+}
+
+TEST_CASE("Linear checks its input and gradient against its parameters' device", "[gpu-path][multidevice]") {
+  KTEN_REQUIRE_GPUS(2);
+  nn::Linear eager(4, 2);
+  eager.to(gpu(0));
+  // forward() itself, not only Module::operator(), must check (Sequential and users call it).
+  CHECK_THROWS_AS(eager.forward(ones({3, 4}, gpu(1))), DeviceMismatch);
+  nn::Linear lazy(2);
+  lazy.to(gpu(0));
+  CHECK_THROWS_AS(lazy.forward(ones({3, 4}, gpu(1))), DeviceMismatch);
+  CHECK(lazy.in_features() == -1);  // still lazy: nothing was initialised on the wrong device
+  auto y = eager(ones({3, 4}, gpu(0)));
+  CHECK_THROWS_AS(eager.backward(ones({3, 2}, gpu(1))), DeviceMismatch);
+}
+
+TEST_CASE("a View must be in exactly the tensor's memory space", "[gpu-path]") {
+  const Device d = test::device();
+  auto t = ones({4}, d);
+  // AnonymousSpace is reachable from everywhere, like CudaUVMSpace from the host: not enough.
+  CHECK_THROWS_AS((t.view<float*, Kokkos::AnonymousSpace>()), Error);
+  Kokkos::View<float*, Kokkos::AnonymousSpace> anonymous(static_cast<float*>(nullptr), 0);
+  CHECK_THROWS_AS(from_view(anonymous, d), Error);
+  using Exact = detail::RawView<detail::HostBackend, float>::memory_space;
+  if (d.is_cpu()) CHECK_NOTHROW(t.view<float*, Exact>());
+}
+
+TEST_CASE("max is -inf over -inf and NaN wherever a NaN is, on every device and axis", "[gpu-path][ops]") {
+  const Device d = test::device();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(max(tensor({-inf, -inf, -inf}, d)).item<float>() == -inf);
+  CHECK(max(full({5000}, -inf, d)).item<float>() == -inf);
+  CHECK(std::isnan(max(tensor({1.f, nan}, d)).item<float>()));
+  CHECK(std::isnan(max(tensor({nan, 1.f}, d)).item<float>()));
+  std::vector<double> many(10000, 1.0);
+  many[7777] = std::nan("");
+  CHECK(std::isnan(max(tensor(many, d)).item<double>()));
+  auto rows = tensor({{1.f, nan, 3.f}, {-inf, -inf, -inf}}, d);
+  const auto by_row = max(rows, 1).to_vector<float>();
+  CHECK(std::isnan(by_row[0]));
+  CHECK(by_row[1] == -inf);
+  const auto by_column = max(rows, 0).to_vector<float>();
+  CHECK(by_column[0] == 1.f);
+  CHECK(std::isnan(by_column[1]));
+  CHECK(by_column[2] == 3.f);
+}
+
+TEST_CASE("a pinned buffer is not rewritten while a copy to a GPU may still read it", "[gpu-path][multidevice]") {
+  KTEN_REQUIRE_GPUS(1);
+  auto pinned = rand({1000}, cpu(), 1).pin_memory();
+  REQUIRE(pinned.is_pinned());
+  auto first = pinned.to(gpu(0));
+  auto before = detail::gpu_fence_count();
+  pinned.copy_from(zeros({1000}));  // the host rewrites the batch buffer: wait for the DMA first
+  CHECK(detail::gpu_fence_count() == before + 1);
+  CHECK(first.to_vector<float>() == rand({1000}, cpu(), 1).to_vector<float>());
+
+  auto second = pinned.to(gpu(0));
+  before = detail::gpu_fence_count();
+  (void)pinned.data();  // the application may write through the pointer
+  CHECK(detail::gpu_fence_count() == before + 1);
+  (void)pinned.data();  // nothing is pending any more
+  CHECK(detail::gpu_fence_count() == before + 1);
+
+  before = detail::gpu_fence_count();
+  { auto transient = ones({8}).pin_memory().to(gpu(0)); }  // freed right after its copy was queued
+  CHECK(detail::gpu_fence_count() == before + 1);
+}
+
+TEST_CASE("copies to a GPU from ordinary host memory do not fence", "[gpu-path][multidevice]") {
+  KTEN_REQUIRE_GPUS(1);
+  const auto before = detail::gpu_fence_count();
+  auto t = tensor({1.f, 2.f, 3.f}, gpu(0));
+  auto u = ones({100}).to(gpu(0));
+  CHECK(detail::gpu_fence_count() == before);
+  CHECK(t.to_vector<float>() == std::vector<float>{1, 2, 3});  // the host read fences
+  CHECK(detail::gpu_fence_count() == before + 1);
+}
