@@ -103,22 +103,33 @@ BlockCache& cache() {
   return *c;
 }
 
+// Uninitialised memory in `Space` owned by a Kokkos View (double words: 8-byte aligned, rounded up).
+template <class Space>
+std::shared_ptr<void> allocate_words(std::size_t bytes, const std::string& label, void** data) {
+  using Words = Kokkos::View<double*, Space>;
+  auto view = std::make_shared<Words>(Kokkos::view_alloc(Kokkos::WithoutInitializing, label),
+                                      bytes / sizeof(double) + 1);
+  *data = view->data();
+  return view;
+}
+
 Block fresh_block(const Device& device, std::size_t size, const char* what) {
   return with_backend(device, [&](auto backend) {
-    if constexpr (std::is_same_v<decltype(backend), EmulatedGpuBackend>) {
-      Block block{nullptr, nullptr};
+    Block block{nullptr, nullptr};
+    if constexpr (std::is_same_v<decltype(backend), EmulatedGpuBackend>)
       block.view = allocate_emulated(size, &block.data);
-      return block;
-    } else {
-      using Words = Kokkos::View<double*, typename decltype(backend)::memory_space>;
-      auto view = std::make_shared<Words>(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kten::") + what), size / sizeof(double));
-      return Block{view->data(), std::move(view)};
-    }
+    else
+      block.view = allocate_words<typename decltype(backend)::memory_space>(size, std::string("kten::") + what,
+                                                                          &block.data);
+    return block;
   });
 }
 
 }  // namespace
+
+std::shared_ptr<void> allocate_host(std::size_t bytes, const char* label, void** data) {
+  return allocate_words<Kokkos::HostSpace>(bytes, label, data);
+}
 
 std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what) {
   require_available(device);
@@ -155,11 +166,7 @@ std::shared_ptr<Storage> allocate_pinned(std::size_t bytes) {
   auto storage = std::make_shared<Storage>();
   try {
     if (gpus_are_emulated()) {  // emulated GPUs copy from pinned memory like real ones (tested so)
-      using Words = Kokkos::View<double*, Kokkos::HostSpace>;
-      auto view = std::make_shared<Words>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kten::pinned"),
-                                          bytes / sizeof(double) + 1);
-      storage->data = view->data();
-      storage->owner = std::move(view);
+      storage->owner = allocate_host(bytes, "kten::pinned", &storage->data);
     } else {
       storage->owner = allocate_pinned_host(bytes, &storage->data);
     }

@@ -45,6 +45,13 @@ const Emulation& emulation() {
       r.count = static_cast<int>(n);
     return r;
   }();
+  return e;
+}
+
+// Outside ScopeGuard (which throws instead), a bad KTEN_EMULATE_GPUS means no emulated GPUs,
+// said once on stderr.
+const Emulation& checked_emulation() {
+  const Emulation& e = emulation();
   static std::once_flag warned;
   if (!e.error.empty())
     std::call_once(warned, [&] { std::cerr << e.error << " (ignored: no emulated GPUs)\n"; });
@@ -59,24 +66,23 @@ bool is_kokkos_flag(const char* arg) { return std::strncmp(arg, "--kokkos-", 9) 
 void initialize_kokkos(int& argc, char* argv[]) {
   const Emulation& e = emulation();
   if (!e.error.empty()) throw Error(e.error);
-  if (e.count == 0 && detail::gpu_backend_name() != nullptr) {
+  // Kokkos starts its GPU backend even when the GPUs are emulated: check it can.
+  if (detail::gpu_backend_name() != nullptr) {
     const std::string problem = detail::gpu_runtime_problem();
     if (!problem.empty())
       throw Error(std::string("kten: this build runs its kernels on ") + detail::gpu_backend_name() +
                   " GPUs, but no usable GPU was found (" + problem +
-                  "). Run it on a node with a GPU (check the driver with nvidia-smi, and "
-                  "CUDA_VISIBLE_DEVICES), or use a CPU build of kten (cmake --preset cpu)");
+                  "). Run it on a node with a GPU, or use a CPU build of kten (cmake --preset cpu)");
   }
-  std::vector<char*> kokkos_args{argc > 0 && argv ? argv[0] : nullptr};
-  int kept = argc > 0 ? 1 : 0;
-  for (int i = 1; i < argc; ++i) {
+  const int count = argv != nullptr ? argc : 0;
+  std::vector<char*> kokkos_args{count > 0 ? argv[0] : nullptr};
+  int kept = count > 0 ? 1 : 0;
+  for (int i = 1; i < count; ++i) {
     if (is_kokkos_flag(argv[i])) kokkos_args.push_back(argv[i]);
     else argv[kept++] = argv[i];
   }
-  if (argv && argc > 0) {
-    for (int i = kept; i < argc; ++i) argv[i] = nullptr;
-    argc = kept;
-  }
+  for (int i = kept; i < count; ++i) argv[i] = nullptr;
+  if (argv != nullptr) argc = kept;
   int kokkos_argc = static_cast<int>(kokkos_args.size());
   kokkos_args.push_back(nullptr);
   if (kokkos_args[0] == nullptr) Kokkos::initialize();
@@ -85,10 +91,10 @@ void initialize_kokkos(int& argc, char* argv[]) {
 
 }  // namespace
 
-bool gpus_are_emulated() { return emulation().count > 0; }
+bool gpus_are_emulated() { return checked_emulation().count > 0; }
 
 int num_gpus() {
-  if (gpus_are_emulated()) return emulation().count;
+  if (gpus_are_emulated()) return checked_emulation().count;
   // kten drives one GPU per process: the one Kokkos was initialised on (one MPI rank per GPU).
   static const int count = detail::gpu_device_count() > 0 ? 1 : 0;
   return count;

@@ -51,8 +51,8 @@ struct GpuBackend {
   execution_space space;
 };
 
-/// \brief While alive, kten's kernels and copies may touch emulated-GPU memory (see
-/// emulated_memory.hpp); a no-op unless host access to it is trapped.
+/// \brief While alive, emulated-GPU memory is readable (see emulated_memory.hpp): opened only
+/// around the kernels and copies of an emulated GPU; a no-op unless host access to it is trapped.
 class EmulatedAccess {
  public:
   EmulatedAccess();
@@ -61,16 +61,19 @@ class EmulatedAccess {
   EmulatedAccess& operator=(const EmulatedAccess&) = delete;
 };
 
+/// \brief EmulatedAccess for an emulated GPU's kernel; nothing for other backends.
+template <class Backend>
+struct KernelAccess {
+  std::conditional_t<std::is_same_v<Backend, EmulatedGpuBackend>, EmulatedAccess, char> open{};
+};
+
 /// \brief Calls f(backend) for the backend that serves `device`; throws DeviceUnavailable when
 /// the device cannot be used in this process.
 template <class F>
 decltype(auto) with_backend(const Device& device, F&& f) {
   require_available(device);
   if (device.is_gpu()) {
-    if (gpus_are_emulated()) {
-      EmulatedAccess open;
-      return f(EmulatedGpuBackend{});
-    }
+    if (gpus_are_emulated()) return f(EmulatedGpuBackend{});
     if constexpr (has_gpu_backend) return f(GpuBackend{});
   }
   return f(HostBackend{});
@@ -94,16 +97,62 @@ static_assert(std::is_same_v<RangePolicy<GpuBackend>::index_type, std::int64_t>,
 template <class Backend>
 using TeamPolicy = Kokkos::TeamPolicy<typename Backend::execution_space>;
 
+/// \brief The only place kten calls Kokkos::parallel_for: on the backend's policy, with an
+/// emulated GPU's memory open while the kernel runs.
+template <class Backend, class Policy, class Functor>
+void run(const char* label, const Backend&, const Policy& policy, const Functor& functor) {
+  KernelAccess<Backend> access;
+  Kokkos::parallel_for(label, policy, functor);
+}
+
+/// \brief The only place kten calls Kokkos::parallel_reduce (result in `reducer`'s View).
+template <class Backend, class Policy, class Functor, class Reducer>
+void run_reduce(const char* label, const Backend&, const Policy& policy, const Functor& functor,
+                const Reducer& reducer) {
+  KernelAccess<Backend> access;
+  Kokkos::parallel_reduce(label, policy, functor, reducer);
+}
+
 /// \brief Runs functor(i) for i in [0, n) on the backend, asynchronously.
 template <class Backend, class Functor>
 void for_each_index(const char* label, const Backend& be, std::int64_t n, const Functor& functor) {
-  Kokkos::parallel_for(label, RangePolicy<Backend>(be.space, 0, n), functor);
+  run(label, be, RangePolicy<Backend>(be.space, 0, n), functor);
 }
 
-/// \brief The typed pointer to a tensor's first element (libtorch's data_ptr<T>()).
+/// \brief `league` teams on the backend, of `team_size` threads (0: the backend picks, Kokkos::AUTO)
+/// with `vector_length` lanes each on a GPU. An emulated GPU gets teams of two host threads where
+/// the host has them, so the kernels' cross-thread combining and barriers run (Kokkos' OpenMP
+/// backend would pick teams of one), and no vector lanes.
+template <class Backend>
+TeamPolicy<Backend> team_policy(const Backend& be, int league, int team_size = 0, int vector_length = 1) {
+  if constexpr (std::is_same_v<Backend, EmulatedGpuBackend>)
+    return TeamPolicy<Backend>(be.space, league, be.space.concurrency() >= 2 ? 2 : 1);
+  else if (team_size > 0)
+    return TeamPolicy<Backend>(be.space, league, team_size, vector_length);
+  else
+    return TeamPolicy<Backend>(be.space, league, Kokkos::AUTO, vector_length);
+}
+
+/// \brief Inside a GPU kernel, the same team-scratch pointer addressed as shared memory: Kokkos
+/// hands out generic pointers, through which nvcc emits generic loads (LD.E) instead of LDS.128.
+template <class T>
+KOKKOS_INLINE_FUNCTION T* as_shared(T* p) {
+#if defined(__CUDA_ARCH__)
+  extern __shared__ __align__(16) char kten_shared[];
+  const auto base = static_cast<unsigned>(__cvta_generic_to_shared(kten_shared));
+  return reinterpret_cast<T*>(kten_shared + (static_cast<unsigned>(__cvta_generic_to_shared(p)) - base));
+#else
+  return p;
+#endif
+}
+
+/// \brief The typed pointer to a tensor's first element (libtorch's data_ptr<T>()); a pinned
+/// buffer that a queued copy may still read is waited for first, since the kernel may write it.
 template <class T>
 T* data_ptr(const Tensor& t) {
-  return static_cast<T*>(t.storage()->data);
+  const Storage& storage = *t.storage();
+  if (storage.pinned) wait_for_pending_reader(storage);
+  return static_cast<T*>(storage.data);
 }
 
 /// \brief A Kokkos profiling region for its lifetime (Kokkos 3.4 has no ScopedRegion): profilers
@@ -131,12 +180,6 @@ void launch(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&
       std::apply([&](const auto&... t) { kernel(be, data_ptr<T>(t)...); }, operands);
     });
   });
-}
-
-/// \brief True when host code can read `device`'s memory directly (cpu() only: emulated GPUs
-/// model device memory).
-inline bool host_can_read(const Device& device) {
-  return with_backend(device, [](auto backend) { return decltype(backend)::is_host; });
 }
 
 /// \brief Blocks until all work queued on `device` has finished.

@@ -128,6 +128,7 @@ Tensor Tensor::astype(DType dtype) const {
   check_defined(*this, "astype()");
   if (dtype == dtype_) return *this;
   Tensor out = empty(shape_, device(), dtype);
+  Region region("kten::astype");
   with_backend(device(), [&](const auto& be) {
     with_dtype(dtype_, [&](auto from) {
       with_dtype(dtype, [&](auto to) {

@@ -11,8 +11,8 @@
 //    multiplies its 2V x 2V micro-tile (V = elements per 128 bits) from registers: per k step it
 //    loads two V-vectors of A and two of B and issues 4V^2 fmas. TeamTiling's index functions
 //    are what a host test checks for shared-memory bank conflicts.
-//  - GemvKernel (n == 1): a matrix-vector product needs no tiling; on a GPU a team per row reads
-//    the row coalesced and reduces in shared memory.
+//  - GemvKernel (n == 1 or m == 1): a matrix-vector product needs no tiling; on a GPU a warp per
+//    row reads it coalesced and reduces in registers.
 
 #include <cstdint>
 
@@ -29,6 +29,17 @@ struct GemmShape {
   std::int64_t b_row, b_col;  // op(B)(p, j) = B[p * b_row + j * b_col]
 };
 
+/// \brief The operands of C = op(A) op(B) (+ bias along columns) (+ C), as the tiled kernels take them.
+template <class T>
+struct GemmArgs {
+  const T *A, *B;
+  T* C;
+  const T* bias;
+  bool accumulate;
+  GemmShape s;
+  std::int64_t tiles_n;  // tiles along n: tile t covers rows (t / tiles_n) and columns (t % tiles_n)
+};
+
 // --- host --------------------------------------------------------------------------------------
 
 /// \brief Host tile sizes: BK = 192 keeps a packed B slice in L2 (tuned on AVX2 by kten-perf).
@@ -40,14 +51,10 @@ struct HostGemmTiling {
 template <class T, class Member, class Scratch>
 struct HostGemmKernel {
   using Tile = HostGemmTiling<T>;
-  const T *A, *B;
-  T* C;
-  const T* bias;
-  bool accumulate;
-  GemmShape s;
-  std::int64_t tiles_n;
+  GemmArgs<T> args;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const auto& [A, B, C, bias, accumulate, s, tiles_n] = args;
     constexpr int TM = Tile::TM, TN = Tile::TN, BM = Tile::BM, BN = Tile::BN, BK = Tile::BK;
     const std::int64_t i0 = (team.league_rank() / tiles_n) * BM, j0 = (team.league_rank() % tiles_n) * BN;
     Scratch As(team.team_scratch(1), BM * BK), Bs(team.team_scratch(1), BK * BN);
@@ -164,18 +171,14 @@ static_assert(GpuTiling<float>::scratch_bytes <= 48 * 1024 && GpuTiling<double>:
 
 template <class T, class Tile, class Member>
 struct TeamGemmKernel {
-  const T *A, *B;
-  T* C;
-  const T* bias;
-  bool accumulate;
-  GemmShape s;
-  std::int64_t tiles_n;
+  GemmArgs<T> args;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const auto& [A, B, C, bias, accumulate, s, tiles_n] = args;
     constexpr int V = Tile::V, BM = Tile::BM, BN = Tile::BN, BK = Tile::BK;
     using Vec = typename Tile::Vec;
-    Vec* As = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16));
-    Vec* Bs = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16));
+    Vec* As = as_shared(static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16)));
+    Vec* Bs = as_shared(static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16)));
     const int rank = team.team_rank();
     const std::int64_t i0 = (team.league_rank() / tiles_n) * BM, j0 = (team.league_rank() % tiles_n) * BN;
     const bool a_k_contiguous = s.a_col == 1, b_n_contiguous = s.b_col == 1;
@@ -226,43 +229,65 @@ struct TeamGemmKernel {
   }
 };
 
-// --- matrix-vector -----------------------------------------------------------------------------
+// --- matrix-vector ---------------------------------------------------------------------------
 
-/// \brief y[i] = sum_p op(A)(i, p) x[p] (+ bias[0]) (+ y[i]), one thread per row.
+/// \brief y[r] = sum_p A(r, p) x[p * x_stride] (+ bias[r * bias_stride]) (+ y[r]) for r < rows,
+/// with A(r, p) = A[r * row + p * col]: C = op(A) x when n == 1, and C^T = op(B)^T op(A)^T when
+/// m == 1. Memory-bound: no tiling, one pass over the matrix.
 template <class T>
 struct GemvKernel {
-  const T *A, *x;
+  const T* A;
+  std::int64_t row, col;
+  const T* x;
+  std::int64_t x_stride;
   T* y;
   const T* bias;
+  std::int64_t bias_stride;
   bool accumulate;
-  GemmShape s;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+  std::int64_t rows, k;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r) const {
     T acc = T(0);
-    for (std::int64_t p = 0; p < s.k; ++p) acc = compat::fma(A[i * s.a_row + p * s.a_col], x[p * s.b_row], acc);
-    finish(i, acc);
+    for (std::int64_t p = 0; p < k; ++p) acc = compat::fma(A[r * row + p * col], x[p * x_stride], acc);
+    finish(r, acc);
   }
-  KOKKOS_INLINE_FUNCTION void finish(std::int64_t i, T acc) const {
-    if (bias) acc += bias[0];
-    if (accumulate) acc += y[i];
-    y[i] = acc;
+  KOKKOS_INLINE_FUNCTION void finish(std::int64_t r, T acc) const {
+    if (bias) acc += bias[r * bias_stride];
+    if (accumulate) acc += y[r];
+    y[r] = acc;
   }
 };
 
-/// \brief The same on a GPU when the rows are contiguous: a team per row reads it coalesced.
+/// \brief The same on a GPU when rows are contiguous (col == 1): a warp per row (vector lanes
+/// reading it coalesced and reducing in registers), kRows rows per team.
 template <class T, class Member>
 struct GemvTeamKernel {
-  GemvKernel<T> row;
+  static constexpr int kRows = 8;
+  GemvKernel<T> gemv;
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const std::int64_t i = team.league_rank();
-    const T* a = row.A + i * row.s.a_row;
-    const T* x = row.x;
-    const std::int64_t b_row = row.s.b_row;
-    T acc = T(0);
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, row.s.k), [&](std::int64_t p, T& part) { part += a[p] * x[p * b_row]; }, acc);
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { row.finish(i, acc); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kRows), [&](int local) {
+      const std::int64_t r = static_cast<std::int64_t>(team.league_rank()) * kRows + local;
+      if (r >= gemv.rows) return;
+      const T* a = gemv.A + r * gemv.row;
+      T acc = T(0);
+      Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, gemv.k),
+                              [&](std::int64_t p, T& part) { part += a[p] * gemv.x[p * gemv.x_stride]; }, acc);
+      Kokkos::single(Kokkos::PerThread(team), [&]() { gemv.finish(r, acc); });
+    });
   }
 };
+
+template <class Backend, class T>
+void launch_gemv(const Backend& be, const GemvKernel<T>& gemv) {
+  if constexpr (!Backend::is_host) {
+    using Kernel = GemvTeamKernel<T, typename TeamPolicy<Backend>::member_type>;
+    const std::int64_t league = (gemv.rows + Kernel::kRows - 1) / Kernel::kRows;
+    if (gemv.col == 1 && gemv.k >= 64 && league <= INT32_MAX) {
+      run("kten::gemv", be, team_policy(be, static_cast<int>(league), Kernel::kRows, 32), Kernel{gemv});
+      return;
+    }
+  }
+  for_each_index("kten::gemv", be, gemv.rows, gemv);
+}
 
 // --- launch ------------------------------------------------------------------------------------
 
@@ -273,26 +298,15 @@ void launch_team_gemm(const Backend& be, const T* A, const T* B, T* C, const T* 
   if (tiles > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than a GPU launch can hold");
   using Policy = TeamPolicy<Backend>;
   Policy policy(be.space, static_cast<int>(tiles), Tile::threads);
-  Kokkos::parallel_for("kten::gemm", policy.set_scratch_size(0, Kokkos::PerTeam(Tile::scratch_bytes)),
-                       TeamGemmKernel<T, Tile, typename Policy::member_type>{A, B, C, bias, accumulate, s, tiles_n});
+  run("kten::gemm", be, policy.set_scratch_size(0, Kokkos::PerTeam(Tile::scratch_bytes)),
+      TeamGemmKernel<T, Tile, typename Policy::member_type>{{A, B, C, bias, accumulate, s, tiles_n}});
 }
 
 template <class Backend, class T>
 void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate, const GemmShape& s) {
   if (s.m == 0 || s.n == 0) return;
-  if (s.n == 1) {
-    const GemvKernel<T> row{A, B, C, bias, accumulate, s};
-    if constexpr (!Backend::is_host) {
-      if (s.a_col == 1 && s.k >= 64 && s.m <= INT32_MAX) {
-        using Policy = TeamPolicy<Backend>;
-        Kokkos::parallel_for("kten::gemv", Policy(be.space, static_cast<int>(s.m), Kokkos::AUTO),
-                             GemvTeamKernel<T, typename Policy::member_type>{row});
-        return;
-      }
-    }
-    for_each_index("kten::gemv", be, s.m, row);
-    return;
-  }
+  if (s.n == 1) return launch_gemv(be, GemvKernel<T>{A, s.a_row, s.a_col, B, s.b_row, C, bias, 0, accumulate, s.m, s.k});
+  if (s.m == 1) return launch_gemv(be, GemvKernel<T>{B, s.b_col, s.b_row, A, s.a_col, C, bias, 1, accumulate, s.n, s.k});
   if constexpr (Backend::is_host) {
     using Tile = HostGemmTiling<T>;
     using Policy = TeamPolicy<Backend>;
@@ -301,8 +315,8 @@ void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias,
     const std::int64_t tiles_n = (s.n + Tile::BN - 1) / Tile::BN, tiles = ((s.m + Tile::BM - 1) / Tile::BM) * tiles_n;
     const std::size_t scratch = Scratch::shmem_size(Tile::BM * Tile::BK) + Scratch::shmem_size(Tile::BK * Tile::BN);
     Policy policy(be.space, static_cast<int>(tiles), 1);
-    Kokkos::parallel_for("kten::gemm", policy.set_scratch_size(1, Kokkos::PerTeam(scratch)),
-                         HostGemmKernel<T, typename Policy::member_type, Scratch>{A, B, C, bias, accumulate, s, tiles_n});
+    run("kten::gemm", be, policy.set_scratch_size(1, Kokkos::PerTeam(scratch)),
+        HostGemmKernel<T, typename Policy::member_type, Scratch>{{A, B, C, bias, accumulate, s, tiles_n}});
   } else if constexpr (std::is_same_v<Backend, EmulatedGpuBackend>) {
     // The GPU kernel with a team of host threads: 2 where the host has them, so barriers matter.
     if (be.space.concurrency() >= 2) launch_team_gemm<EmulatedTiling<T, 2>>(be, A, B, C, bias, accumulate, s);

@@ -1,7 +1,8 @@
 // Reductions. Whole-tensor reductions are bandwidth-bound; their result is written into device
 // memory, so they return without fencing (a 0-d tensor on the device). NaN propagates: a sum or
 // norm over a NaN is NaN by arithmetic, and max takes NaN over any number, so every device and
-// every order of combining gives the same answer (NumPy's and PyTorch's rule).
+// every order of combining gives NaN (NumPy's and PyTorch's rule; which zero max returns among
+// +0 and -0 may depend on the order).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -134,8 +135,8 @@ void reduce_all_kernel(const Backend& be, const char* label, const T* x, T* resu
     be.space.fence();  // `partial` lives on this stack frame (host kernels finish here anyway)
   } else {
     using Reducer = KindReducer<Kind, T, typename Backend::memory_space>;
-    Kokkos::parallel_reduce(label, RangePolicy<Backend>(be.space, 0, n), DeviceReduceKernel<T, Kind>{x},
-                            Reducer(typename Reducer::result_view_type(result)));
+    run_reduce(label, be, RangePolicy<Backend>(be.space, 0, n), DeviceReduceKernel<T, Kind>{x},
+               Reducer(typename Reducer::result_view_type(result)));
     if constexpr (std::is_same_v<Kind, MeanKind> || std::is_same_v<Kind, NormKind>)
       for_each_index(label, be, 1, MapKernel<T, Finisher<Kind, T>>{result, result, {n}});
   }
@@ -168,10 +169,9 @@ struct RowKernel {
     const std::int64_t row = team.league_rank();
     const T* p = x + row * len;
     T acc = identity<Kind, T>();
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, len),
-        [&](std::int64_t k, T& a) { a = Kind::combine(a, Kind::prepare(p[k])); },
-        KindReducer<Kind, T, Space>(acc));
+    Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, len),
+                            [&](std::int64_t k, T& a) { a = Kind::combine(a, Kind::prepare(p[k])); },
+                            KindReducer<Kind, T, Space>(acc));
     Kokkos::single(Kokkos::PerTeam(team), [&]() { out[row] = Kind::finish(acc, len); });
   }
 };
@@ -181,9 +181,8 @@ void reduce_axis_kernel(const Backend& be, const char* label, const T* x, T* out
                         std::int64_t len, std::int64_t inner, Kind) {
   if constexpr (!Backend::is_host) {
     if (inner == 1 && outer <= INT32_MAX) {
-      using Policy = TeamPolicy<Backend>;
-      using Kernel = RowKernel<T, Kind, typename Policy::member_type, typename Backend::memory_space>;
-      Kokkos::parallel_for(label, Policy(be.space, static_cast<int>(outer), Kokkos::AUTO), Kernel{x, out, len});
+      using Kernel = RowKernel<T, Kind, typename TeamPolicy<Backend>::member_type, typename Backend::memory_space>;
+      run(label, be, team_policy(be, static_cast<int>(outer)), Kernel{x, out, len});
       return;
     }
   }

@@ -27,6 +27,9 @@ struct Storage {
 /// \brief Allocates `bytes` (uninitialised) on `device`; OutOfMemory names the device and size.
 std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what);
 
+/// \brief `bytes` of uninitialised host memory, owned by the returned pointer, labelled for Kokkos Tools.
+std::shared_ptr<void> allocate_host(std::size_t bytes, const char* label, void** data);
+
 /// \brief Page-locked host memory (cpu()) a GPU copies from asynchronously; nullptr when there is
 /// nothing to pin for (a host-only build without emulated GPUs).
 std::shared_ptr<Storage> allocate_pinned(std::size_t bytes);

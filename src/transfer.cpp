@@ -13,17 +13,20 @@
 namespace kten {
 namespace detail {
 
+// An implicit host synchronisation like any other: counted, and reported by the sync debug mode.
 void wait_for_pending_reader(const Storage& storage) {
   const int gpu_index = storage.pending_reader.exchange(-1);
-  if (gpu_index >= 0) fence(gpu(gpu_index));
+  if (gpu_index < 0) return;
+  note_host_sync(gpu(gpu_index), "reusing a pinned buffer a copy may still read", /*implicit=*/true);
+  fence(gpu(gpu_index));
 }
 
 Storage::~Storage() {
-  if (pending_reader < 0 || !Kokkos::is_initialized()) return;
-  try {
-    wait_for_pending_reader(*this);  // the DMA must finish before the pinned buffer is freed
-  } catch (...) {
-  }
+  const int gpu_index = pending_reader.exchange(-1);
+  if (gpu_index < 0 || !Kokkos::is_initialized()) return;
+  // The DMA must finish before the pinned buffer is freed. Counted, never thrown from here.
+  note_host_sync(gpu(gpu_index), "freeing a pinned buffer a copy may still read", /*implicit=*/false);
+  fence(gpu(gpu_index));
 }
 
 void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) {
@@ -37,12 +40,16 @@ void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) {
       using To = decltype(to);
       RawView<From, char> s(static_cast<char*>(src.data), bytes);
       RawView<To, char> d(static_cast<char*>(dst.data), bytes);
+      const KernelAccess<From> reading;  // emulated-GPU memory is open during the copy only
+      const KernelAccess<To> writing;
       if constexpr (From::is_host && To::is_host) {
         Kokkos::deep_copy(to.space, d, s);  // one in-order host instance: no fence needed
       } else if constexpr (From::is_host) {
-        // Host kernels have finished when they return. A copy from pageable memory is staged by
-        // the runtime before deep_copy returns; one from pinned memory is a DMA that may still
-        // read `src` later, so the host waits for it before writing or freeing the buffer.
+        // The host producers of `src` have finished (free on synchronous host backends). A copy
+        // from pageable memory is staged by the runtime before deep_copy returns; one from pinned
+        // memory is a DMA that may still read `src` later, so the host waits for it before
+        // writing or freeing the buffer.
+        from.space.fence();
         Kokkos::deep_copy(to.space, d, s);
         if (src.pinned) src.pending_reader = dst.device.index();
       } else {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>
 #include <limits>
+#include <type_traits>
 
 #include <kten/kokkos.hpp>
 
@@ -20,9 +21,45 @@
 using namespace kten;
 
 TEST_CASE("emulated GPUs take the device code path, cpu() the host one", "[gpu-path]") {
-  CHECK(detail::host_can_read(cpu()));
-  if (gpus_are_emulated()) CHECK_FALSE(detail::host_can_read(gpu(0)));
-  if (num_gpus() > 0) CHECK_FALSE(detail::host_can_read(gpu(0)));
+  const auto takes_host_path = [](const Device& d) {
+    return detail::with_backend(d, [](auto backend) { return decltype(backend)::is_host; });
+  };
+  CHECK(takes_host_path(cpu()));
+  if (num_gpus() > 0) CHECK_FALSE(takes_host_path(gpu(0)));
+  if (gpus_are_emulated()) {
+    const bool emulated = detail::with_backend(
+        gpu(0), [](auto backend) { return std::is_same_v<decltype(backend), detail::EmulatedGpuBackend>; });
+    CHECK(emulated);
+  }
+}
+
+TEST_CASE("matrix-vector and vector-matrix products skip the tiling and stay exact", "[gpu-path][matmul]") {
+  const Device d = test::device();
+  for (std::int64_t k : {3, 64, 300}) {  // short rows, and rows long enough for a GPU's warp per row
+    CAPTURE(k);
+    auto A = uniform({37, k}, -1, 1, d, 1, float64), x = uniform({k}, -1, 1, d, 2, float64);
+    auto row = uniform({1, k}, -1, 1, d, 3, float64), B = uniform({k, 29}, -1, 1, d, 4, float64);
+    const auto ha = A.to_vector<double>(), hx = x.to_vector<double>(), hr = row.to_vector<double>(),
+               hb = B.to_vector<double>();
+    std::vector<double> want_y(37, 0.0), want_z(29, 0.0);
+    for (std::int64_t i = 0; i < 37; ++i)
+      for (std::int64_t p = 0; p < k; ++p) want_y[i] += ha[i * k + p] * hx[p];
+    for (std::int64_t j = 0; j < 29; ++j)
+      for (std::int64_t p = 0; p < k; ++p) want_z[j] += hr[p] * hb[p * 29 + j];
+    test::require_allclose<double>(matmul(A, x), want_y);
+    test::require_allclose<double>(matmul(A, x.reshape({k, 1})), want_y);
+    test::require_allclose<double>(matmul(row, B), want_z);
+    // Linear with a batch of one: the bias goes along the output row.
+    nn::Linear layer(k, 29, {true, float64, 5});
+    layer.to(d);
+    const auto w = layer.weight().to_vector<double>(), b = layer.bias().to_vector<double>();
+    std::vector<double> want_out(29);
+    for (std::int64_t j = 0; j < 29; ++j) {
+      want_out[j] = b[j];
+      for (std::int64_t p = 0; p < k; ++p) want_out[j] += hr[p] * w[p * 29 + j];
+    }
+    test::require_allclose<double>(layer(row), want_out);
+  }
 }
 
 TEST_CASE("host code that dereferences emulated GPU memory crashes", "[gpu-path][multidevice]") {

@@ -14,9 +14,10 @@ std::string gpu_runtime_problem() {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     cudaGetLastError();  // clear the sticky error
-    return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+    return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status) +
+           "; check the driver with nvidia-smi, and CUDA_VISIBLE_DEVICES";
   }
-  if (count == 0) return "the CUDA runtime sees no device";
+  if (count == 0) return "the CUDA runtime sees no device; check CUDA_VISIBLE_DEVICES";
   return {};
 }
 
