@@ -212,6 +212,9 @@ class StallWatch {
   std::map<int, std::int64_t> where_;  // rank -> the collective it answered from
 };
 
+// Polls like a blocking MPI call for the first millisecond (the other ranks are usually about to
+// arrive, and giving the core away costs a scheduler time slice on a busy node), then yields the
+// core, then sleeps between polls, so that ranks sharing cores with the late ones let them run.
 void wait_for_ranks(CommState& s, MPI_Request& request, const Fingerprint& call) {
   const auto start = Clock::now();
   StallWatch watch(s, call);
@@ -219,10 +222,11 @@ void wait_for_ranks(CommState& s, MPI_Request& request, const Fingerprint& call)
     int done = 0;
     check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done) return;
-    if (spin < 1000) continue;  // the usual case: the other ranks are microseconds away
+    if (spin % 64 != 0) continue;  // read the clock now and then only
+    const auto waited = Clock::now() - start;
+    if (waited < std::chrono::milliseconds(1)) continue;
     watch.poll();
-    // Leave the core to the ranks being waited for (machines are often oversubscribed).
-    if (Clock::now() - start < std::chrono::milliseconds(20)) std::this_thread::yield();
+    if (waited < std::chrono::milliseconds(20)) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
