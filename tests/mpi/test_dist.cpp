@@ -283,7 +283,12 @@ TEST_CASE("a late rank is reported by the lowest waiting rank after the stall wa
   if (w->rank() == 0) {
     CHECK_THAT(text, ContainsSubstring("kten: warning: stall: collective #"));
     CHECK_THAT(text, ContainsSubstring("(barrier)"));
-    CHECK_THAT(text, ContainsSubstring("rank 1 has not arrived"));
+    // "...; rank 1 has not arrived" (a busy machine may also list a waiting rank that answered late)
+    const auto end = text.find(" not arrived");
+    REQUIRE(end != std::string::npos);
+    const std::string missing = text.substr(text.rfind("; ", end) + 2, end - text.rfind("; ", end) - 2);
+    CAPTURE(missing);
+    CHECK((missing == "rank 1 has" || missing.rfind("ranks 1,", 0) == 0 || missing.rfind("ranks 1-", 0) == 0));
   } else {
     CHECK(text.empty());  // rank 1 never waited; the others leave the report to rank 0
   }
