@@ -10,7 +10,7 @@ CONFIGURE_ARGS ?=
 all: build
 
 setup:
-	@scripts/setup $(if $(filter cuda,$(PRESET)),--cuda)
+	@scripts/setup $(if $(filter cuda,$(PRESET)),--cuda) $(if $(filter clang% tsan,$(PRESET)),--clang)
 
 configure: setup
 	@test -f $(BUILD)/build.ninja || cmake --preset $(PRESET) $(CONFIGURE_ARGS)
@@ -41,6 +41,18 @@ MPI_RANKS ?= 2
 perf-mpi: build
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=$${OMP_PROC_BIND:-false} \
 	  mpiexec -n $(MPI_RANKS) $(BUILD)/perf/kten-perf-mpi --out $(BUILD)/perf-mpi $(ARGS)
+
+# libFuzzer on the parameter loader for FUZZ_SECONDS (60 by default; run it longer by hand, e.g.
+# `make fuzz FUZZ_SECONDS=3600`): clang with ASan + UBSan, the corpus seeded with files from save().
+# Findings are written to build/fuzz/ (crash-*, leak-*) and make fails.
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	@scripts/setup --fuzz
+	$(MAKE) build PRESET=fuzz
+	build/fuzz/tests/fuzz/kten-fuzz-seeds build/fuzz/corpus
+	build/fuzz/tests/fuzz/kten-fuzz-load build/fuzz/corpus -max_total_time=$(FUZZ_SECONDS) \
+	  -artifact_prefix=build/fuzz/ -print_final_stats=1
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -6,22 +6,23 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include <kten/runtime.hpp>
 
 #include "backend_glue.hpp"
+#include "checked.hpp"
 #include "dispatch.hpp"
 #include "emulated_memory.hpp"
 #include "storage.hpp"
 
 namespace kten {
 namespace detail {
-namespace {
 
-std::string human_bytes(std::size_t bytes) {
+std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(bytes);
+  double v = bytes;
   int u = 0;
   while (v >= 1024.0 && u < 6) {
     v /= 1024.0;
@@ -32,10 +33,19 @@ std::string human_bytes(std::size_t bytes) {
   return buf;
 }
 
-// Sizes are rounded up so that tensors of nearly equal size share blocks.
-std::size_t block_size(std::size_t bytes) {
+namespace {
+
+// Sizes are rounded up so that tensors of nearly equal size share blocks; nothing when the rounded
+// size does not fit in 64 bits.
+std::optional<std::size_t> block_size(std::size_t bytes) {
   const std::size_t grain = bytes < (std::size_t(1) << 20) ? 512 : (std::size_t(2) << 20);
-  return (bytes / grain + 1) * grain;  // +1: never empty, so every storage has an address
+  return checked_mul(bytes / grain + 1, grain);  // +1: never empty, so every storage has an address
+}
+
+OutOfMemory out_of_memory(const Device& device, std::size_t bytes, const char* what, const std::string& why) {
+  return OutOfMemory("kten: out of memory on " + device.str() + ": could not allocate " +
+                     human_bytes(static_cast<double>(bytes)) + " (" + std::to_string(bytes) + " bytes) for " + what +
+                     ". Free tensors you no longer need or use smaller batches. (" + why + ")");
 }
 
 struct Block {
@@ -116,7 +126,7 @@ std::shared_ptr<void> allocate_words(std::size_t bytes, const std::string& label
 Block fresh_block(const Device& device, std::size_t size, const char* what) {
   return with_backend(device, [&](auto backend) {
     Block block{nullptr, nullptr};
-    if constexpr (std::is_same_v<decltype(backend), EmulatedGpuBackend>)
+    if constexpr (decltype(backend)::emulated)
       block.view = allocate_emulated(size, &block.data);
     else
       block.view = allocate_words<typename decltype(backend)::memory_space>(size, std::string("kten::") + what,
@@ -133,7 +143,9 @@ std::shared_ptr<void> allocate_host(std::size_t bytes, const char* label, void**
 
 std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what) {
   require_available(device);
-  const std::size_t size = block_size(bytes);
+  const auto rounded = block_size(bytes);
+  if (!rounded) throw out_of_memory(device, bytes, what, "more than a 64-bit size can address");
+  const std::size_t size = *rounded;
   const BlockCache::Key key{static_cast<int>(device.kind()), device.index(), size};
   Block block;
   if (!cache().take(key, block)) {
@@ -144,9 +156,7 @@ std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const
       try {
         block = fresh_block(device, size, what);
       } catch (const std::exception& e) {
-        throw OutOfMemory("kten: out of memory on " + device.str() + ": could not allocate " + human_bytes(bytes) +
-                          " (" + std::to_string(bytes) + " bytes) for " + what +
-                          ". Free tensors you no longer need or use smaller batches. (Kokkos: " + e.what() + ")");
+        throw out_of_memory(device, bytes, what, std::string("Kokkos: ") + e.what());
       }
     }
     cache().register_finalize_hook();

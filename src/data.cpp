@@ -13,6 +13,7 @@
 
 #include "dispatch.hpp"
 #include "storage.hpp"
+#include "checked.hpp"
 
 namespace kten::data {
 
@@ -89,7 +90,11 @@ SyntheticRegression::SyntheticRegression(std::vector<float> w, float b, float no
   if (w_.empty()) throw ShapeError("kten: SyntheticRegression: w must have at least one weight");
   if (num_train < 1 || num_val < 0)
     throw ShapeError("kten: SyntheticRegression: needs num_train >= 1 and num_val >= 0");
-  const std::int64_t n = num_train + num_val, features = static_cast<std::int64_t>(w_.size());
+  const auto total = detail::checked_add(num_train, num_val);
+  if (!total)
+    throw ShapeError("kten: SyntheticRegression: num_train + num_val (" + std::to_string(num_train) + " + " +
+                     std::to_string(num_val) + ") does not fit in 64 bits");
+  const std::int64_t n = *total, features = static_cast<std::int64_t>(w_.size());
   X_ = randn({n, features}, cpu(), seed);
   const Tensor w_column = tensor(w_, {features, 1});
   y_ = matmul(X_, w_column) + static_cast<double>(b) + randn({n, 1}, cpu(), seed + 1) * static_cast<double>(noise);

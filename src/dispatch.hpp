@@ -5,6 +5,7 @@
 // hands the kernel typed pointers; for_each_index() runs a functor over a 64-bit index range.
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -13,6 +14,7 @@
 
 #include <kten/device.hpp>
 #include <kten/dtype.hpp>
+#include <kten/errors.hpp>
 #include <kten/tensor.hpp>
 
 #include "checks.hpp"
@@ -24,23 +26,32 @@ namespace kten::detail {
 inline constexpr bool has_gpu_backend =
     !std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 
-/// \brief cpu(): the default host execution space over host memory, host algorithms.
-struct HostBackend {
-  using execution_space = Kokkos::DefaultHostExecutionSpace;
+/// \brief cpu(): a host execution space over host memory, host algorithms. Space is the default
+/// host space, or Kokkos::Serial for threads that cannot use the OpenMP pool (README, "Thread model").
+template <class Space>
+struct HostOn {
+  using execution_space = Space;
   using memory_space = Kokkos::HostSpace;
   /// \brief Host algorithms, and host code may touch the memory directly.
   static constexpr bool is_host = true;
+  /// \brief An emulated GPU (KTEN_EMULATE_GPUS).
+  static constexpr bool emulated = false;
   execution_space space;
 };
 
-/// \brief An emulated GPU (KTEN_EMULATE_GPUS): the host executes, over host memory, but every
+/// \brief An emulated GPU (KTEN_EMULATE_GPUS): host threads execute, over host memory, but every
 /// "host or device" branch takes the device one, so tests run the code a GPU runs.
-struct EmulatedGpuBackend {
-  using execution_space = Kokkos::DefaultHostExecutionSpace;
+template <class Space>
+struct EmulatedGpuOn {
+  using execution_space = Space;
   using memory_space = Kokkos::HostSpace;
   static constexpr bool is_host = false;
+  static constexpr bool emulated = true;
   execution_space space;
 };
+
+using HostBackend = HostOn<Kokkos::DefaultHostExecutionSpace>;
+using EmulatedGpuBackend = EmulatedGpuOn<Kokkos::DefaultHostExecutionSpace>;
 
 /// \brief A real GPU: Kokkos' default (device) execution space and its memory space. Nothing
 /// here names a vendor; backends/<vendor>/ holds what Kokkos does not give.
@@ -48,6 +59,7 @@ struct GpuBackend {
   using execution_space = Kokkos::DefaultExecutionSpace;
   using memory_space = typename execution_space::memory_space;
   static constexpr bool is_host = false;
+  static constexpr bool emulated = false;
   execution_space space;
 };
 
@@ -64,18 +76,31 @@ class EmulatedAccess {
 /// \brief EmulatedAccess for an emulated GPU's kernel; nothing for other backends.
 template <class Backend>
 struct KernelAccess {
-  std::conditional_t<std::is_same_v<Backend, EmulatedGpuBackend>, EmulatedAccess, char> open{};
+  KernelAccess() {}  // user-provided: a scope guard, not an unused variable
+  std::conditional_t<Backend::emulated, EmulatedAccess, char> open{};
 };
+
+/// \brief Kokkos 3.4's OpenMP backend serves only the thread that initialised Kokkos, outside
+/// parallel regions; other threads get host work run on Kokkos::Serial (ThreadError without it).
+bool host_pool_usable_here();
 
 /// \brief Calls f(backend) for the backend that serves `device`; throws DeviceUnavailable when
 /// the device cannot be used in this process.
 template <class F>
 decltype(auto) with_backend(const Device& device, F&& f) {
   require_available(device);
-  if (device.is_gpu()) {
-    if (gpus_are_emulated()) return f(EmulatedGpuBackend{});
+  if (device.is_gpu() && !gpus_are_emulated()) {
     if constexpr (has_gpu_backend) return f(GpuBackend{});
   }
+#if defined(KOKKOS_ENABLE_OPENMP) && defined(KOKKOS_ENABLE_SERIAL)
+  if constexpr (std::is_same_v<Kokkos::DefaultHostExecutionSpace, Kokkos::OpenMP>) {
+    if (!host_pool_usable_here()) {
+      if (device.is_gpu()) return f(EmulatedGpuOn<Kokkos::Serial>{});
+      return f(HostOn<Kokkos::Serial>{});
+    }
+  }
+#endif
+  if (device.is_gpu()) return f(EmulatedGpuBackend{});
   return f(HostBackend{});
 }
 
@@ -97,10 +122,54 @@ static_assert(std::is_same_v<RangePolicy<GpuBackend>::index_type, std::int64_t>,
 template <class Backend>
 using TeamPolicy = Kokkos::TeamPolicy<typename Backend::execution_space>;
 
+/// \brief Held while a launch uses state Kokkos 3.4 keeps per process or per instance without a
+/// lock: Serial's team and reduction scratch (several threads may run on Serial at once), and a
+/// GPU instance's team scratch (held while the kernel is queued). Host launches complete inside.
+std::mutex& shared_scratch_mutex();
+
+template <class Policy>
+struct IsTeamPolicy : std::false_type {};
+template <class... Properties>
+struct IsTeamPolicy<Kokkos::TeamPolicy<Properties...>> : std::true_type {};
+
+template <class Backend, class Policy>
+std::unique_lock<std::mutex> lock_shared_scratch() {
+  constexpr bool serial =
+#ifdef KOKKOS_ENABLE_SERIAL
+      std::is_same_v<typename Backend::execution_space, Kokkos::Serial>;
+#else
+      false;
+#endif
+  constexpr bool gpu_team = std::is_same_v<Backend, GpuBackend> && IsTeamPolicy<Policy>::value;
+  if constexpr (serial || gpu_team) return std::unique_lock<std::mutex>(shared_scratch_mutex());
+  else return {};
+}
+
+/// \brief Throws ThreadError for a launch Kokkos' OpenMP backend would refuse on this thread (a
+/// team kernel or a reduction off its pool): only in a Kokkos without Serial to fall back on.
+template <class Backend, class Policy>
+void check_launch_thread(bool reduces) {
+#ifdef KOKKOS_ENABLE_OPENMP
+  if constexpr (std::is_same_v<typename Backend::execution_space, Kokkos::OpenMP>) {
+    if ((reduces || IsTeamPolicy<Policy>::value) && !host_pool_usable_here())
+      throw ThreadError(
+          "kten: this operation needs Kokkos' OpenMP thread pool, which serves only the thread that "
+          "initialised Kokkos (Kokkos 3) and never code inside an OpenMP parallel region, and this "
+          "Kokkos build has no Serial backend for kten to run it on instead. Call it from the thread "
+          "that initialised Kokkos, outside parallel regions, or use a Kokkos built with "
+          "-DKokkos_ENABLE_SERIAL=ON (README, \"Thread model\")");
+  }
+#else
+  (void)reduces;
+#endif
+}
+
 /// \brief The only place kten calls Kokkos::parallel_for: on the backend's policy, with an
 /// emulated GPU's memory open while the kernel runs.
 template <class Backend, class Policy, class Functor>
 void run(const char* label, const Backend&, const Policy& policy, const Functor& functor) {
+  check_launch_thread<Backend, Policy>(false);
+  const auto lock = lock_shared_scratch<Backend, Policy>();
   KernelAccess<Backend> access;
   Kokkos::parallel_for(label, policy, functor);
 }
@@ -109,6 +178,8 @@ void run(const char* label, const Backend&, const Policy& policy, const Functor&
 template <class Backend, class Policy, class Functor, class Reducer>
 void run_reduce(const char* label, const Backend&, const Policy& policy, const Functor& functor,
                 const Reducer& reducer) {
+  check_launch_thread<Backend, Policy>(true);
+  const auto lock = lock_shared_scratch<Backend, Policy>();
   KernelAccess<Backend> access;
   Kokkos::parallel_reduce(label, policy, functor, reducer);
 }
@@ -125,25 +196,12 @@ void for_each_index(const char* label, const Backend& be, std::int64_t n, const 
 /// backend would pick teams of one), and no vector lanes.
 template <class Backend>
 TeamPolicy<Backend> team_policy(const Backend& be, int league, int team_size = 0, int vector_length = 1) {
-  if constexpr (std::is_same_v<Backend, EmulatedGpuBackend>)
+  if constexpr (Backend::emulated)
     return TeamPolicy<Backend>(be.space, league, be.space.concurrency() >= 2 ? 2 : 1);
   else if (team_size > 0)
     return TeamPolicy<Backend>(be.space, league, team_size, vector_length);
   else
     return TeamPolicy<Backend>(be.space, league, Kokkos::AUTO, vector_length);
-}
-
-/// \brief Inside a GPU kernel, the same team-scratch pointer addressed as shared memory: Kokkos
-/// hands out generic pointers, through which nvcc emits generic loads (LD.E) instead of LDS.128.
-template <class T>
-KOKKOS_INLINE_FUNCTION T* as_shared(T* p) {
-#if defined(__CUDA_ARCH__)
-  extern __shared__ __align__(16) char kten_shared[];
-  const auto base = static_cast<unsigned>(__cvta_generic_to_shared(kten_shared));
-  return reinterpret_cast<T*>(kten_shared + (static_cast<unsigned>(__cvta_generic_to_shared(p)) - base));
-#else
-  return p;
-#endif
 }
 
 /// \brief The typed pointer to a tensor's first element (libtorch's data_ptr<T>()); a pinned

@@ -25,7 +25,7 @@ struct Log { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const {
 struct Sqrt { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::sqrt(x); } };
 struct Abs { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::fabs(x); } };
 struct Neg { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return -x; } };
-struct Relu { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x > T(0) ? x : T(0); } };
+struct Relu { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x <= T(0) ? T(0) : x; } };
 struct Sigmoid {
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return T(1) / (T(1) + exp_approx(-x)); }
 };

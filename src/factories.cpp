@@ -1,5 +1,6 @@
 // Creating tensors: uninitialised, filled, ranges, and from host values.
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include <kten/ops.hpp>
@@ -25,9 +26,9 @@ struct ArangeKernel {
 }  // namespace detail
 
 Tensor empty(const Shape& shape, const Device& device, DType dtype) {
-  const auto n = detail::checked_numel(shape, "empty()");
-  return Tensor(detail::allocate(device, static_cast<std::size_t>(n) * dtype_size(dtype), "tensor"), shape,
-                dtype);
+  require_available(device);
+  const auto bytes = detail::checked_nbytes(detail::checked_numel(shape, "empty()"), dtype, device, "empty()");
+  return Tensor(detail::allocate(device, bytes, "tensor"), shape, dtype);
 }
 
 namespace {
@@ -66,12 +67,10 @@ Tensor tensor(const std::vector<float>& v, const Device& d) {
 Tensor tensor(const std::vector<double>& v, const Device& d) {
   return from_values(v, {static_cast<std::int64_t>(v.size())}, d);
 }
-Tensor tensor(std::initializer_list<float> v, const Device& d) { return tensor(std::vector<float>(v), d); }
-Tensor tensor(std::initializer_list<double> v, const Device& d) { return tensor(std::vector<double>(v), d); }
-Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, const Device& d) {
+Tensor detail::tensor_from_rows(std::initializer_list<std::initializer_list<float>> rows, const Device& d) {
   return from_rows(rows, d);
 }
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const Device& d) {
+Tensor detail::tensor_from_rows(std::initializer_list<std::initializer_list<double>> rows, const Device& d) {
   return from_rows(rows, d);
 }
 
@@ -88,14 +87,38 @@ Tensor arange(std::int64_t stop, const Device& device, DType dtype) {
   return arange(0.0, static_cast<double>(stop), 1.0, device, dtype);
 }
 
+namespace {
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// NumPy's length: ceil((stop - start) / step), 0 when negative, and 1 when the quotient underflowed
+// to +0 although start != stop (a step past the span, an infinite one included: arange(0, 10, inf)
+// is [0]). A length that is NaN or outside int64 is an error, as in NumPy, never a cast.
+std::int64_t arange_length(double start, double stop, double step) {
+  const std::string call = "kten: arange(" + number(start) + ", " + number(stop) + ", " + number(step) + "): ";
+  if (std::isnan(start) || std::isnan(stop) || std::isnan(step))
+    throw ShapeError(call + "start, stop and step must not be NaN");
+  if (step == 0.0) throw ShapeError(call + "step must not be 0");
+  const double delta = stop - start, span = delta / step;
+  if (span == 0.0 && delta != 0.0) return std::signbit(span) ? 0 : 1;
+  const double length = std::ceil(span);
+  if (!(length >= -0x1p63 && length < 0x1p63))
+    throw ShapeError(call + "the length ceil((stop - start) / step) = " + number(length) +
+                     " is not a number that fits in 64 bits");
+  return length > 0 ? static_cast<std::int64_t>(length) : 0;
+}
+}  // namespace
+
 Tensor arange(double start, double stop, double step, const Device& device, DType dtype) {
-  if (step == 0.0) throw ShapeError("kten: arange(): step must not be 0");
-  const double span = (stop - start) / step;
-  const auto n = span > 0 ? static_cast<std::int64_t>(std::ceil(span)) : 0;
+  const std::int64_t n = arange_length(start, stop, step);
   Tensor out = empty({n}, device, dtype);
+  const double stride = n > 1 ? step : 0.0;  // one element is start itself (the step may be infinite)
   detail::launch("kten::arange", [&](const auto& be, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
-    detail::for_each_index("kten::arange", be, n, detail::ArangeKernel<T>{o, start, step});
+    detail::for_each_index("kten::arange", be, n, detail::ArangeKernel<T>{o, start, stride});
   }, out);
   return out;
 }

@@ -177,8 +177,8 @@ struct TeamGemmKernel {
     const auto& [A, B, C, bias, accumulate, s, tiles_n] = args;
     constexpr int V = Tile::V, BM = Tile::BM, BN = Tile::BN, BK = Tile::BK;
     using Vec = typename Tile::Vec;
-    Vec* As = as_shared(static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16)));
-    Vec* Bs = as_shared(static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16)));
+    Vec* As = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16));
+    Vec* Bs = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16));
     const int rank = team.team_rank();
     const std::int64_t i0 = (team.league_rank() / tiles_n) * BM, j0 = (team.league_rank() % tiles_n) * BN;
     const bool a_k_contiguous = s.a_col == 1, b_n_contiguous = s.b_col == 1;
@@ -317,7 +317,7 @@ void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias,
     Policy policy(be.space, static_cast<int>(tiles), 1);
     run("kten::gemm", be, policy.set_scratch_size(1, Kokkos::PerTeam(scratch)),
         HostGemmKernel<T, typename Policy::member_type, Scratch>{{A, B, C, bias, accumulate, s, tiles_n}});
-  } else if constexpr (std::is_same_v<Backend, EmulatedGpuBackend>) {
+  } else if constexpr (Backend::emulated) {
     // The GPU kernel with a team of host threads: 2 where the host has them, so barriers matter.
     if (be.space.concurrency() >= 2) launch_team_gemm<EmulatedTiling<T, 2>>(be, A, B, C, bias, accumulate, s);
     else launch_team_gemm<EmulatedTiling<T, 1>>(be, A, B, C, bias, accumulate, s);

@@ -6,6 +6,8 @@
 
 #include <kten/runtime.hpp>
 
+#include <kten/detail/kokkos_compat.hpp>
+
 #include "dispatch.hpp"
 #include "runtime_internal.hpp"
 
@@ -93,6 +95,19 @@ void fence(const Device& device) {
 }
 
 std::uint64_t gpu_fence_count() { return gpu_fences; }
+
+std::mutex& shared_scratch_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+bool host_pool_usable_here() {
+#ifdef KOKKOS_ENABLE_OPENMP
+  return compat::openmp_pool_usable_here();
+#else
+  return true;
+#endif
+}
 
 }  // namespace detail
 }  // namespace kten

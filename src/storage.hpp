@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include <kten/device.hpp>
 #include <kten/tensor.hpp>
@@ -23,6 +24,9 @@ struct Storage {
 
   ~Storage();
 };
+
+/// \brief "1.50 GiB": a byte count for messages.
+std::string human_bytes(double bytes);
 
 /// \brief Allocates `bytes` (uninitialised) on `device`; OutOfMemory names the device and size.
 std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what);

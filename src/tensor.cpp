@@ -1,4 +1,5 @@
 // The Tensor value type (shape, dtype, storage), reshape, and Kokkos::View interop.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -7,6 +8,7 @@
 #include <kten/ops.hpp>
 #include <kten/tensor.hpp>
 
+#include "checked.hpp"
 #include "checks.hpp"
 #include "dispatch.hpp"
 #include "storage.hpp"
@@ -20,12 +22,24 @@ std::int64_t checked_numel(const Shape& shape, const char* op) {
   for (auto e : shape) {
     if (e < 0)
       throw ShapeError("kten: " + op_name(op) + ": negative extent in shape " + shape_str(shape));
-    if (e != 0 && n > std::numeric_limits<std::int64_t>::max() / e)
+    const auto product = checked_mul(n, e);
+    if (!product)
       throw ShapeError("kten: " + op_name(op) + ": shape " + shape_str(shape) +
                        " has more elements than fit in 64 bits");
-    n *= e;
+    n = *product;
   }
   return n;
+}
+
+std::size_t checked_nbytes(std::int64_t numel, DType dtype, const Device& device, const char* op) {
+  const auto bytes = checked_mul(static_cast<std::size_t>(numel), dtype_size(dtype));
+  if (!bytes)
+    throw OutOfMemory("kten: out of memory on " + device.str() + ": " + op_name(op) + " needs " +
+                      std::to_string(numel) + " " + dtype_name(dtype) + " elements of " +
+                      std::to_string(dtype_size(dtype)) + " bytes (" +
+                      human_bytes(static_cast<double>(numel) * static_cast<double>(dtype_size(dtype))) +
+                      "), more than a 64-bit byte count can hold");
+  return *bytes;
 }
 
 namespace {
@@ -58,7 +72,7 @@ Tensor tensor_from_external(void* data, Shape shape, const Device& device, std::
   const std::int64_t n = checked_numel(shape, "from_view()");
   auto storage = std::make_shared<Storage>();
   storage->data = data;
-  storage->bytes = static_cast<std::size_t>(n) * dtype_size(r.dtype);
+  storage->bytes = checked_nbytes(n, r.dtype, device, "from_view()");
   storage->device = device;
   storage->owner = std::move(owner);
   return Tensor(std::move(storage), std::move(shape), r.dtype);
@@ -85,13 +99,14 @@ Device Tensor::device() const {
   return storage_->device;
 }
 
-std::int64_t Tensor::numel() const {
-  std::int64_t n = 1;
-  for (auto e : shape_) n *= e;
-  return n;
+std::int64_t Tensor::numel() const { return defined() ? detail::checked_numel(shape_, "numel()") : 0; }
+
+std::size_t Tensor::nbytes() const {
+  return defined() ? detail::checked_nbytes(numel(), dtype_, storage_->device, "nbytes()") : 0;
 }
 
 std::int64_t Tensor::size(int axis) const {
+  detail::check_defined(*this, "size()");
   return shape_[detail::normalize_axis("size()", *this, axis)];
 }
 
@@ -103,25 +118,23 @@ void* Tensor::data() const {
 
 Tensor Tensor::reshape(Shape shape) const {
   detail::check_defined(*this, "reshape()");
-  int inferred = -1;
-  std::int64_t known = 1;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (inferred >= 0) throw ShapeError("kten: reshape(): at most one extent may be -1, got " + shape_str(shape));
-      inferred = static_cast<int>(i);
-    } else {
-      if (shape[i] < 0) throw ShapeError("kten: reshape(): negative extent in " + shape_str(shape));
-      known *= shape[i];
-    }
+  if (std::count(shape.begin(), shape.end(), -1) > 1)
+    throw ShapeError("kten: reshape(): at most one extent may be -1, got " + shape_str(shape));
+  // The product of the given extents, with -1 counting as 1: ShapeError for a negative extent or
+  // a product past 64 bits.
+  const auto inferred = std::find(shape.begin(), shape.end(), -1);
+  Shape given = shape;
+  if (inferred != shape.end()) given[inferred - shape.begin()] = 1;
+  const std::int64_t known = detail::checked_numel(given, "reshape()"), n = numel();
+  if (inferred != shape.end()) {
+    if (known == 0 || n % known != 0)
+      throw ShapeError("kten: reshape(): cannot infer the -1 extent of " + shape_str(shape) + " for " +
+                       std::to_string(n) + " elements (shape " + shape_str(shape_) + ")");
+    *inferred = n / known;
+  } else if (known != n) {
+    throw ShapeError("kten: reshape(): cannot view " + std::to_string(n) + " elements (shape " + shape_str(shape_) +
+                     ") as shape " + shape_str(shape) + " (" + std::to_string(known) + " elements)");
   }
-  if (inferred >= 0 && known != 0 && numel() % known == 0) shape[inferred] = numel() / known;
-  if (inferred >= 0 && shape[inferred] == -1)
-    throw ShapeError("kten: reshape(): cannot infer the -1 extent of " + shape_str(shape) + " for " +
-                     std::to_string(numel()) + " elements (shape " + shape_str(shape_) + ")");
-  if (detail::checked_numel(shape, "reshape()") != numel())
-    throw ShapeError("kten: reshape(): cannot view " + std::to_string(numel()) + " elements (shape " +
-                     shape_str(shape_) + ") as shape " + shape_str(shape) + " (" +
-                     std::to_string(detail::checked_numel(shape, "reshape()")) + " elements)");
   return Tensor(storage_, std::move(shape), dtype_);
 }
 

@@ -40,8 +40,8 @@ void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) {
       using To = decltype(to);
       RawView<From, char> s(static_cast<char*>(src.data), bytes);
       RawView<To, char> d(static_cast<char*>(dst.data), bytes);
-      const KernelAccess<From> reading;  // emulated-GPU memory is open during the copy only
-      const KernelAccess<To> writing;
+      KernelAccess<From> reading;  // emulated-GPU memory is open during the copy only
+      KernelAccess<To> writing;
       if constexpr (From::is_host && To::is_host) {
         Kokkos::deep_copy(to.space, d, s);  // one in-order host instance: no fence needed
       } else if constexpr (From::is_host) {

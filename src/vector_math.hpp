@@ -2,8 +2,8 @@
 // Internal: e^x from plain arithmetic (Cephes' expf / exp), so compilers vectorise it on CPUs,
 // where a call to the C library's exp runs one element at a time. Range reduction
 // x = k ln2 + r (|r| <= ln2/2, Cody-Waite split of ln2), a polynomial (float) or Pade (double)
-// approximation of e^r, then 2^k assembled in the exponent bits. About 1 ulp; overflow gives inf,
-// underflow 0, NaN stays NaN.
+// approximation of e^r, then 2^k assembled in the exponent bits. About 1 ulp over the whole range,
+// subnormal results included; overflow gives inf, underflow 0, NaN stays NaN.
 
 #include <cmath>
 #include <cstdint>
@@ -13,22 +13,24 @@
 
 namespace kten::detail {
 
-// IEEE layout of T: the integer of its width, mantissa bits, exponent bias, and the largest x
-// whose e^x is finite and smallest whose e^x is normal.
+// IEEE layout of T: the integer of its width, mantissa bits, exponent bias; hi is the largest x
+// whose e^x is finite, and below lo e^x is under half the smallest subnormal, so rounds to 0.
 template <class T> struct ExpTraits;
 template <> struct ExpTraits<float> {
   using Int = std::int32_t;
   static constexpr int mantissa = 23, bias = 127;
-  static constexpr float hi = 88.7228f, lo = -87.3365f;
+  static constexpr float hi = 88.72283172607421875f, lo = -104.f;  // ln(2^-150) = -103.97
 };
 template <> struct ExpTraits<double> {
   using Int = std::int64_t;
   static constexpr int mantissa = 52, bias = 1023;
-  static constexpr double hi = 709.78, lo = -708.39;
+  static constexpr double hi = 709.78271289338397, lo = -746.0;  // ln(2^-1075) = -745.13
 };
 
 // er * 2^k for the clamped k, then the edges: inf above hi, 0 below lo, NaN unchanged. 2^k is
-// built as two powers of two so each stays a normal number over the whole range of k.
+// built as two powers of two, each a normal number over the whole range of k (|k| <= 1076), so
+// er * s1 is exact and the one rounding is the last product's: subnormal results come out right
+// without a branch.
 template <class T>
 KOKKOS_INLINE_FUNCTION T exp_finish(T x, T er, T k) {
   using E = ExpTraits<T>;
@@ -43,10 +45,11 @@ KOKKOS_INLINE_FUNCTION T exp_finish(T x, T er, T k) {
   return x == x ? y : x;
 }
 
-// No early returns: the edges are selected at the end, so the loop body stays branch-free.
+// No early returns: the edges are selected at the end, so the loop body stays branch-free. The clamp
+// sends NaN to lo, so converting k to an integer and shifting it are defined for every input.
 KOKKOS_INLINE_FUNCTION float exp_approx(float x) {
   constexpr float hi = ExpTraits<float>::hi, lo = ExpTraits<float>::lo;
-  const float xc = x > hi ? hi : (x < lo ? lo : x);
+  const float xc = x > lo ? (x < hi ? x : hi) : lo;
   // Round to nearest by adding and removing 1.5 * 2^23 (floor() would stop GCC vectorising).
   const float k = (xc * 1.44269504088896341f + 12582912.f) - 12582912.f;
   float r = xc - k * 0.693359375f;
@@ -63,7 +66,7 @@ KOKKOS_INLINE_FUNCTION float exp_approx(float x) {
 
 KOKKOS_INLINE_FUNCTION double exp_approx(double x) {
   constexpr double hi = ExpTraits<double>::hi, lo = ExpTraits<double>::lo;
-  const double xc = x > hi ? hi : (x < lo ? lo : x);
+  const double xc = x > lo ? (x < hi ? x : hi) : lo;
   const double k = (xc * 1.4426950408889634073599 + 6755399441055744.0) - 6755399441055744.0;
   double r = xc - k * 6.93145751953125e-1;
   r = r - k * 1.42860682030941723212e-6;

@@ -28,7 +28,7 @@ TEST_CASE("emulated GPUs take the device code path, cpu() the host one", "[gpu-p
   if (num_gpus() > 0) CHECK_FALSE(takes_host_path(gpu(0)));
   if (gpus_are_emulated()) {
     const bool emulated = detail::with_backend(
-        gpu(0), [](auto backend) { return std::is_same_v<decltype(backend), detail::EmulatedGpuBackend>; });
+        gpu(0), [](auto backend) { return decltype(backend)::emulated; });
     CHECK(emulated);
   }
 }

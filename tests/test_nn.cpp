@@ -1,9 +1,12 @@
 // Layers, gradients, training on a device, save and load.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <thread>
 
 #include <unistd.h>
 
@@ -23,6 +26,31 @@ std::vector<std::vector<double>> snapshot(nn::Module& m) {
     out.push_back(p.dtype() == float32 ? test::host_doubles<float>(p) : test::host_doubles<double>(p));
   return out;
 }
+
+// A parameter file written field by field (the layout README.md documents), for files save() never
+// writes: each parameter's fields are given as they appear, and finish() appends a valid checksum.
+struct CraftedFile {
+  std::string bytes = std::string("KTENPRM\n");
+  CraftedFile& u(std::uint64_t v, int width) {
+    for (int i = 0; i < width; ++i) bytes.push_back(static_cast<char>(v >> (8 * i)));
+    return *this;
+  }
+  CraftedFile& parameter(const std::string& name, const std::vector<std::uint64_t>& extents, std::uint64_t byte_count,
+                         std::size_t data_bytes) {
+    u(name.size(), 4);
+    bytes += name;
+    u(0, 1).u(extents.size(), 1);  // float32
+    for (auto e : extents) u(e, 8);
+    u(byte_count, 8);
+    bytes.append(data_bytes, '\0');
+    return *this;
+  }
+  std::string finish() const {
+    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+    return CraftedFile{bytes}.u(h, 8).bytes;
+  }
+};
 
 nn::Sequential small_mlp(DType dtype, std::uint64_t seed) {
   nn::Sequential net;
@@ -52,6 +80,24 @@ TEST_CASE("a lazy Linear infers in_features at the first call, on the module's d
   CHECK(dynamic_cast<nn::Linear&>(net[0]).in_features() == 3);
   CHECK_THROWS_AS(net(rand({4, 2}, d, 1)), ShapeError);
   CHECK_THROWS_AS(net[1], Error);
+}
+
+TEST_CASE("a lazy Linear refuses a first input it cannot take its shape from, and stays lazy", "[nn]") {
+  const Device d = test::device();
+  nn::Linear layer(3);
+  layer.to(d);
+  try {
+    layer(zeros({2, 0}, d));
+    FAIL("expected ShapeError");
+  } catch (const ShapeError& e) {
+    CHECK(std::string(e.what()).find("in_features must be >= 1") != std::string::npos);
+  }
+  CHECK(layer.in_features() == -1);
+  CHECK(layer.parameters().empty());
+  CHECK_THROWS_AS(layer(zeros({2, 4}, d, float64)), DTypeError);
+  CHECK(layer.parameters().empty());
+  CHECK(layer(ones({2, 4}, d)).shape() == Shape{2, 3});
+  CHECK(layer.in_features() == 4);
 }
 
 TEST_CASE("Linear computes x W + b and initialises like PyTorch, reproducibly", "[nn]") {
@@ -138,6 +184,23 @@ TEST_CASE("backward matches finite differences in float64", "[nn][grad]") {
   test::require_allclose(test::host_doubles<double>(grad_x), numeric_x, 1e-5, 1e-8);
 }
 
+TEST_CASE("ReLU backward passes the gradient where the input is positive or NaN, like PyTorch", "[nn][grad]") {
+  const Device d = test::device();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  nn::ReLU relu;
+  relu.to(d);
+  relu(tensor({nan, -1.0, 0.0, 2.0}, d));
+  // A NaN input took the identity branch forward (relu(nan) is nan), so its gradient passes too.
+  CHECK(test::host_doubles<double>(relu.backward(tensor({3.0, 3.0, 3.0, 3.0}, d))) ==
+        std::vector<double>{3, 0, 0, 3});
+  // A NaN gradient reaches the input wherever the gradient passes; where relu is flat it is 0.
+  const auto g = test::host_doubles<double>(relu.backward(tensor({nan, nan, nan, nan}, d)));
+  CHECK(std::isnan(g[0]));
+  CHECK(g[1] == 0);
+  CHECK(g[2] == 0);
+  CHECK(std::isnan(g[3]));
+}
+
 TEST_CASE("gradients accumulate until zero_grad, and backward needs a forward", "[nn][grad]") {
   const Device d = test::device();
   nn::Linear layer(2, 1, {true, float64, 3});
@@ -167,6 +230,26 @@ TEST_CASE("SGD applies lr and weight decay on the device", "[nn][optim]") {
                                  1e-7, 1e-7);
 }
 
+TEST_CASE("SGD refuses a learning rate or weight decay that is NaN, infinite or negative", "[nn][optim]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, inf, -inf, -0.1f}) {
+    CAPTURE(bad);
+    try {
+      optim::SGD sgd(bad);
+      FAIL("expected kten::Error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("learning rate") != std::string::npos);
+    }
+    try {
+      optim::SGD sgd(0.1f, bad);
+      FAIL("expected kten::Error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("weight decay") != std::string::npos);
+    }
+  }
+  CHECK(optim::SGD(0.f).lr() == 0.f);
+}
+
 TEST_CASE("SyntheticRegression batches are seeded, shuffled and made on the host", "[nn][data]") {
   data::SyntheticRegression data({2.f, -3.4f}, 4.2f, 0.01f, 100, 50, 3);
   CHECK(data.X().shape() == Shape{150, 2});
@@ -181,6 +264,12 @@ TEST_CASE("SyntheticRegression batches are seeded, shuffled and made on the host
   // y = X w + b + small noise
   const auto x = data.X().to_vector<float>(), y = data.y().to_vector<float>();
   for (int i = 0; i < 150; ++i) CHECK(std::fabs(y[i] - (2 * x[2 * i] - 3.4 * x[2 * i + 1] + 4.2)) < 0.06);
+  try {
+    data::SyntheticRegression({1.f}, 0.f, 0.f, std::numeric_limits<std::int64_t>::max(), 1, 0);
+    FAIL("expected ShapeError");
+  } catch (const ShapeError& e) {
+    CHECK(std::string(e.what()).find("does not fit in 64 bits") != std::string::npos);
+  }
 }
 
 TEST_CASE("the Trainer recovers d2l's w and b on its device, reading losses once per epoch", "[nn][trainer]") {
@@ -310,6 +399,92 @@ TEST_CASE("a malformed parameter file throws FormatError and leaves the model as
   expect_format_error("other shapes", "in the model");
   std::remove(path.c_str());
   std::remove(bad.c_str());
+}
+
+TEST_CASE("crafted files whose sizes overflow, and paths that are not files, throw FormatError", "[nn][io]") {
+  const Device d = test::device();
+  const std::string bad = temp_path("crafted.kten");
+  nn::Sequential lazy;
+  lazy.add(nn::Linear(4));
+  lazy.to(d);
+  nn::Sequential eager;
+  eager.add(nn::Linear(3, 4, {true, float32, 8}));
+  eager.to(d);
+  const auto before = snapshot(eager);
+  auto expect_format_error = [&](const std::string& what, const std::string& path, const std::string& needle) {
+    CAPTURE(what);
+    for (nn::Sequential* model : {&lazy, &eager}) {
+      try {
+        model->load(path, d);
+        FAIL("expected FormatError");
+      } catch (const FormatError& e) {
+        CAPTURE(e.what());
+        CHECK(std::string(e.what()).find(needle) != std::string::npos);
+      }
+    }
+    CHECK(lazy.parameters().empty());
+    CHECK(snapshot(eager) == before);
+  };
+  auto write = [&](const CraftedFile& file) {
+    std::ofstream(bad, std::ios::binary) << file.finish();
+    return bad;
+  };
+  const std::uint64_t e60 = std::uint64_t(1) << 60, e62 = std::uint64_t(1) << 62;
+  // 2^60 x 4 float32 is 2^64 bytes, which wrapped to the claimed 0.
+  expect_format_error("byte count wraps to 0",
+                      write(CraftedFile().u(1, 4).u(2, 4).parameter("0.weight", {e60, 4}, 0, 0).parameter("0.bias", {4}, 16, 16)),
+                      "more bytes than fit in 64 bits");
+  // (2^62 - 1) x 4 bytes fits, but reading that far past the end wrapped the read position.
+  expect_format_error("byte count past the end",
+                      write(CraftedFile().u(1, 4).u(2, 4).parameter("0.weight", {e62 - 1}, 4 * (e62 - 1), 0)),
+                      "truncated");
+  expect_format_error("extent past int64",
+                      write(CraftedFile().u(1, 4).u(2, 4).parameter("0.weight", {std::uint64_t(1) << 63, 0}, 0, 0)),
+                      "extent");
+  // A lazy extent is filled from the file, but never with 0 (a Linear needs in_features >= 1).
+  expect_format_error("lazy extent 0",
+                      write(CraftedFile().u(1, 4).u(2, 4).parameter("0.weight", {0, 4}, 0, 0).parameter("0.bias", {4}, 16, 16)),
+                      "in the model");
+  expect_format_error("name length past the end", write(CraftedFile().u(1, 4).u(1, 4).u(0xffffffffull, 4)),
+                      "truncated");
+  const std::string dir = temp_path("crafted-dir.kten");
+  std::filesystem::create_directories(dir);
+  expect_format_error("a directory", dir, "not a regular file");
+  expect_format_error("a device", "/dev/null", "not a regular file");
+  std::filesystem::remove_all(dir);
+  std::remove(bad.c_str());
+}
+
+TEST_CASE("two threads saving to one path both succeed, leaving one whole file and no temporaries", "[nn][io]") {
+  const Device d = test::device();
+  const std::filesystem::path dir = temp_path("concurrent-saves");
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "model.kten").string();
+  auto a = small_mlp(float32, 1), b = small_mlp(float32, 2);
+  a.to(d);
+  b.to(d);
+  std::atomic<int> failures{0};
+  auto save_repeatedly = [&](nn::Sequential& net) {
+    for (int i = 0; i < 50; ++i) {
+      try {
+        net.save(path);
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    }
+  };
+  std::thread first(save_repeatedly, std::ref(a)), second(save_repeatedly, std::ref(b));
+  first.join();
+  second.join();
+  CHECK(failures == 0);
+  auto loaded = small_mlp(float32, 3);
+  loaded.load(path, d);
+  const auto values = snapshot(loaded);
+  CHECK((values == snapshot(a) || values == snapshot(b)));
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  CHECK(names == std::vector<std::string>{"model.kten"});
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("save is atomic: a failed write keeps the old file and leaves no temporary", "[nn][io]") {

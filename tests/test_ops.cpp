@@ -2,7 +2,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
+#include <type_traits>
 
 #include <catch2/catch_template_test_macros.hpp>
 
@@ -103,19 +107,75 @@ TEMPLATE_TEST_CASE("unary functions match the host's", "[ops]", float, double) {
   require_allclose<TestType>(x.tanh(), map_ref(hx, [](double v) { return std::tanh(v); }));
 }
 
-TEMPLATE_TEST_CASE("exp is accurate over its whole range, with inf, 0 and NaN at the edges", "[ops]", float, double) {
+namespace {
+
+// Units in the last place between two finite non-negative values of one type (subnormals included):
+// their bit patterns, read as integers, count the representable values between them.
+template <class T>
+std::int64_t ulps_apart(T a, T b) {
+  using Bits = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+  Bits ia, ib;
+  std::memcpy(&ia, &a, sizeof a);
+  std::memcpy(&ib, &b, sizeof b);
+  return ia > ib ? std::int64_t(ia) - ib : std::int64_t(ib) - ia;
+}
+
+// e^x rounded to T, from the host's long double exp (more precise than T).
+template <class T>
+T exp_ref(T x) {
+  return static_cast<T>(std::exp(static_cast<long double>(x)));
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("exp is within 1 ulp from overflow down to the smallest subnormal, with inf, 0 and NaN beyond",
+                   "[ops]", float, double) {
+  using T = TestType;
+  using limits = std::numeric_limits<T>;
   const Device d = test::device();
-  // Normal results only: below about -87 (float) or -708 (double) e^x is subnormal and kten gives 0.
-  const double top = sizeof(TestType) == 4 ? 88.0 : 709.0, bottom = sizeof(TestType) == 4 ? -87.0 : -708.0;
-  auto x = kten::arange(bottom, top, (top - bottom) / 10000, d, dtype_of<TestType>());
-  const auto hx = host_doubles<TestType>(x);
-  require_allclose<TestType>(exp(x), map_ref(hx, [](double v) { return std::exp(v); }),
-                             sizeof(TestType) == 4 ? 3e-7 : 1e-15, 0);
-  const TestType edge = sizeof(TestType) == 4 ? TestType(100) : TestType(1000);
-  const auto e = exp(kten::tensor(std::vector<TestType>{edge, -edge, TestType(NAN)}, d)).template to_vector<TestType>();
-  CHECK(std::isinf(e[0]));
+  const bool f32 = sizeof(T) == 4;
+  // The largest x whose e^x is finite, the smallest whose e^x is normal, the smallest whose e^x
+  // is not 0 (e^x is then the smallest subnormal), and the values the issue found wrong.
+  const T top = f32 ? T(88.72283172607421875) : T(709.7827128933839731);
+  const T lowest_normal = f32 ? T(-87.33654022216796875) : T(-708.39641853226408);
+  const T lowest_nonzero = f32 ? T(-103.972076416015625) : T(-745.13321910194111);
+  std::vector<T> x = {top, lowest_normal, lowest_nonzero, f32 ? T(88.72281) : T(709.78),
+                      f32 ? T(-87.3365) : T(-708.39), f32 ? T(-100) : T(-740)};
+  // A sweep over the whole finite range, subnormal results included.
+  const auto sweep = kten::arange(double(lowest_nonzero), double(top), (double(top) - lowest_nonzero) / 20000, d,
+                                  dtype_of<T>()).template to_vector<T>();
+  x.insert(x.end(), sweep.begin(), sweep.end());
+  const auto got = exp(kten::tensor(x, d)).template to_vector<T>();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    CAPTURE(i, x[i], got[i], exp_ref(x[i]));
+    REQUIRE(std::isfinite(got[i]));
+    REQUIRE(got[i] > 0);
+    REQUIRE(ulps_apart(got[i], exp_ref(x[i])) <= 1);
+  }
+  CHECK(got[0] > limits::max() / 2);      // the largest finite result
+  CHECK(got[1] >= limits::min());         // still normal
+  CHECK(got[2] == limits::denorm_min());  // the smallest subnormal
+
+  const std::vector<T> edges = {std::nextafter(top, limits::infinity()), std::nextafter(lowest_nonzero, -limits::infinity()),
+                                limits::infinity(), -limits::infinity(), limits::quiet_NaN(), f32 ? T(100) : T(1000),
+                                f32 ? T(-200) : T(-2000)};
+  const auto e = exp(kten::tensor(edges, d)).template to_vector<T>();
+  CHECK(e[0] == limits::infinity());
   CHECK(e[1] == 0);
-  CHECK(std::isnan(e[2]));
+  CHECK(e[2] == limits::infinity());
+  CHECK(e[3] == 0);
+  CHECK(std::isnan(e[4]));
+  CHECK(e[5] == limits::infinity());
+  CHECK(e[6] == 0);
+}
+
+TEMPLATE_TEST_CASE("relu propagates NaN like NumPy's maximum(x, 0)", "[ops]", float, double) {
+  using T = TestType;
+  using limits = std::numeric_limits<T>;
+  const std::vector<T> x = {limits::quiet_NaN(), -1, 0, 2, limits::infinity(), -limits::infinity()};
+  const auto y = relu(kten::tensor(x, test::device())).template to_vector<T>();
+  CHECK(std::isnan(y[0]));
+  CHECK(std::vector<T>(y.begin() + 1, y.end()) == std::vector<T>{0, 0, 2, limits::infinity(), 0});
 }
 
 TEMPLATE_TEST_CASE("whole-tensor reductions return 0-d tensors on the device", "[ops][reduce]", float, double) {

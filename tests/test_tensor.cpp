@@ -1,4 +1,5 @@
 // Tensors: creation on a device, shape and dtype, reshape, host reads, printing, interop, errors.
+#include <limits>
 #include <sstream>
 
 #include <catch2/catch_template_test_macros.hpp>
@@ -30,6 +31,41 @@ TEST_CASE("tensor() from values lands on cpu() by default and on the named devic
   CHECK_THROWS_AS(zeros({2, -1}, d), ShapeError);
 }
 
+// Every documented creation form compiles with g++ and with clang++ (CI builds both; clang once
+// rejected the nested lists as ambiguous) and takes its dtype from the values it is given.
+TEST_CASE("tensor() takes dtype and shape from every documented form of values", "[tensor]") {
+  const Device d = test::device();
+  struct Case {
+    Tensor t;
+    Device device;
+    DType dtype;
+    Shape shape;
+  };
+  const Case cases[] = {
+      {tensor({1.f, 2.f, 3.f, 4.f}), cpu(), float32, {4}},
+      {tensor({1.0, 2.0, 3.0, 4.0}, d), d, float64, {4}},
+      {tensor({{1.f, 2.f}, {3.f, 4.f}}), cpu(), float32, {2, 2}},
+      {tensor({{1.0, 2.0}, {3.0, 4.0}}, d), d, float64, {2, 2}},
+      {tensor({{1.f, 2.f, 3.f, 4.f}}, d), d, float32, {1, 4}},
+      {tensor({{1.0}, {2.0}, {3.0}, {4.0}}), cpu(), float64, {4, 1}},
+      {tensor(std::vector<float>{1, 2, 3, 4}), cpu(), float32, {4}},
+      {tensor(std::vector<double>{1, 2, 3, 4}, d), d, float64, {4}},
+      {tensor(std::vector<float>{1, 2, 3, 4}, {2, 2}, d), d, float32, {2, 2}},
+      {tensor(std::vector<double>{1, 2, 3, 4}, {4, 1}), cpu(), float64, {4, 1}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.t);
+    CHECK(c.t.device() == c.device);
+    CHECK(c.t.dtype() == c.dtype);
+    CHECK(c.t.shape() == c.shape);
+    CHECK(c.t.astype(float64).to_vector<double>() == std::vector<double>{1, 2, 3, 4});
+  }
+  // One row of one value is a 1 x 1 matrix, not a 1-D tensor.
+  auto one = tensor({{5.f}}, d);
+  CHECK(one.shape() == Shape{1, 1});
+  CHECK(one.item<float>() == 5.f);
+}
+
 TEMPLATE_TEST_CASE("zeros, ones, full and arange fill on the device", "[tensor]", float, double) {
   const Device d = test::device();
   const DType t = dtype_of<TestType>();
@@ -49,6 +85,52 @@ TEMPLATE_TEST_CASE("zeros, ones, full and arange fill on the device", "[tensor]"
   CHECK(zeros({0, 3}, d, t).numel() == 0);
 }
 
+TEMPLATE_TEST_CASE("arange gives NumPy's lengths and refuses arguments that have none", "[tensor]", float, double) {
+  using T = TestType;
+  const Device d = test::device();
+  const DType t = dtype_of<T>();
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // A step past the span gives the start alone, an infinite one included (NumPy: arange(0, 10, inf) == [0]).
+  CHECK(arange(0.0, 10.0, inf, d, t).template to_vector<T>() == std::vector<T>{0});
+  CHECK(arange(3.0, -10.0, -inf, d, t).template to_vector<T>() == std::vector<T>{3});
+  CHECK(arange(1.0, 10.0, 20.0, d, t).template to_vector<T>() == std::vector<T>{1});
+  CHECK(arange(0.0, -10.0, inf, d, t).numel() == 0);
+  CHECK(arange(0.0, 10.0, -inf, d, t).numel() == 0);
+  CHECK(arange(5.0, 5.0, inf, d, t).numel() == 0);
+  CHECK(arange(0.0, 1.0, 0.3, d, t).numel() == 4);
+  auto expect_shape_error = [&](double start, double stop, double step, const std::string& needle) {
+    CAPTURE(start, stop, step);
+    try {
+      arange(start, stop, step, d, t);
+      FAIL("expected ShapeError");
+    } catch (const ShapeError& e) {
+      CAPTURE(e.what());
+      CHECK(std::string(e.what()).find(needle) != std::string::npos);
+    }
+  };
+  expect_shape_error(nan, 1, 1, "NaN");
+  expect_shape_error(0, nan, 1, "NaN");
+  expect_shape_error(0, 1, nan, "NaN");
+  expect_shape_error(0, 1, 0, "step must not be 0");
+  // Lengths that are not numbers, or do not fit in int64 (NumPy: "arange: overflow while computing length").
+  expect_shape_error(0, inf, 1, "length");
+  expect_shape_error(0, 1e30, 1, "length");
+  expect_shape_error(0, 0x1p63, 1, "length");
+  expect_shape_error(-inf, 0, 1, "length");
+  expect_shape_error(0, -1e30, 1, "length");
+  expect_shape_error(inf, inf, 1, "length");
+  // A length that fits but whose bytes do not: OutOfMemory names the element count, not a wrapped size.
+  try {
+    arange(0.0, 9.2e18, 1.0, d, t);
+    FAIL("expected OutOfMemory");
+  } catch (const OutOfMemory& e) {
+    const std::string msg = e.what();
+    CAPTURE(msg);
+    CHECK(msg.find("9200000000000000000 " + std::string(dtype_name(t)) + " elements") != std::string::npos);
+    CHECK(msg.find(std::to_string(std::uint64_t(9200000000000000000ull) * sizeof(T))) == std::string::npos);
+  }
+}
+
 TEST_CASE("reshape shares storage and checks element counts", "[tensor]") {
   const Device d = test::device();
   auto A = arange(12, d);
@@ -60,6 +142,49 @@ TEST_CASE("reshape shares storage and checks element counts", "[tensor]") {
   CHECK_THROWS_AS(A.reshape({5, 3}), ShapeError);
   CHECK_THROWS_AS(A.reshape({-1, -1}), ShapeError);
   CHECK_THROWS_AS(A.reshape({-1, 5}), ShapeError);
+  CHECK_THROWS_AS(A.reshape({-2, -6}), ShapeError);
+  // Extents whose product passes 64 bits are named as such, never multiplied into a wrapped count.
+  const std::int64_t big = std::int64_t(1) << 32;
+  for (const Shape& shape : {Shape{big, big}, Shape{big, big, -1}, Shape{-1, (std::int64_t(1) << 62) + 3, 4}}) {
+    CAPTURE(shape_str(shape));
+    try {
+      A.reshape(shape);
+      FAIL("expected ShapeError");
+    } catch (const ShapeError& e) {
+      CHECK(std::string(e.what()).find("more elements than fit in 64 bits") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("an undefined tensor has no elements and every use of it says it is undefined", "[tensor]") {
+  const Tensor t;
+  CHECK_FALSE(t.defined());
+  CHECK(t.numel() == 0);
+  CHECK(t.nbytes() == 0);
+  CHECK(t.ndim() == 0);
+  CHECK(t.shape().empty());
+  CHECK_FALSE(t.is_pinned());
+  CHECK_FALSE(t.shares_storage_with(Tensor()));
+  std::ostringstream os;
+  os << t;
+  CHECK(os.str() == "<Tensor undefined>");
+  auto expect_undefined = [](const char* what, auto use) {
+    CAPTURE(what);
+    try {
+      use();
+      FAIL("expected kten::Error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("undefined") != std::string::npos);
+    }
+  };
+  expect_undefined("device", [&] { t.device(); });
+  expect_undefined("data", [&] { t.data(); });
+  expect_undefined("size", [&] { t.size(0); });
+  expect_undefined("item", [&] { t.item<float>(); });
+  expect_undefined("to_vector", [&] { t.to_vector<float>(); });
+  expect_undefined("reshape", [&] { t.reshape({1}); });
+  expect_undefined("exp", [&] { t.exp(); });
+  expect_undefined("add", [&] { t + t; });
 }
 
 TEST_CASE("host reads check the element type and the element count", "[tensor]") {
@@ -104,6 +229,31 @@ TEST_CASE("an allocation that cannot succeed throws OutOfMemory naming the devic
     CHECK(msg.find("bytes") != std::string::npos);
   }
   CHECK_THROWS_AS(empty({std::int64_t(1) << 40, std::int64_t(1) << 40}, d), ShapeError);  // overflows 64 bits
+}
+
+TEST_CASE("a byte size past 64 bits throws OutOfMemory naming the real size, never allocating a wrapped one",
+          "[tensor]") {
+  const Device d = test::device();
+  auto expect_out_of_memory = [&](const char* what, auto make, const std::string& size) {
+    CAPTURE(what);
+    try {
+      make();
+      FAIL("expected OutOfMemory");
+    } catch (const OutOfMemory& e) {
+      const std::string msg = e.what();
+      CAPTURE(msg);
+      CHECK(msg.find(d.str()) != std::string::npos);
+      CHECK(msg.find(size) != std::string::npos);
+    }
+  };
+  const std::int64_t e62 = std::int64_t(1) << 62, e61 = std::int64_t(1) << 61;
+  // numel x dtype size wraps to 0 bytes
+  expect_out_of_memory("empty 2^62 float32", [&] { empty({e62}, d); }, "4611686018427387904 float32 elements");
+  expect_out_of_memory("zeros 2^62 float32", [&] { zeros({e62}, d); }, "4611686018427387904 float32 elements");
+  expect_out_of_memory("zeros 2^61 float64", [&] { zeros({e61}, d, float64); }, "2305843009213693952 float64 elements");
+  expect_out_of_memory("2x2^61 float32", [&] { ones({2, e61}, d); }, "16.00 EiB");
+  // 2^64 - 4 bytes fits, but the allocator's rounding up to its block size would wrap
+  expect_out_of_memory("2^62 - 1 float32", [&] { empty({e62 - 1}, d); }, "(18446744073709551612 bytes)");
 }
 
 TEST_CASE("a tensor wraps an existing Kokkos::View without copying and hands it back", "[tensor][interop]") {

@@ -55,4 +55,10 @@ class SyncError : public Error {
   using Error::Error;
 };
 
+/// \brief A call was made from a thread that this build cannot serve (README, "Thread model").
+class ThreadError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace kten

@@ -19,8 +19,8 @@ class Optimizer {
 /// \brief Minibatch SGD: p -= lr * (grad + weight_decay * p), one kernel per parameter.
 class SGD : public Optimizer {
  public:
-  /// \brief Learning rate and optional L2 weight decay.
-  explicit SGD(float lr, float weight_decay = 0.f) : lr_(lr), weight_decay_(weight_decay) {}
+  /// \brief Learning rate and optional L2 weight decay; kten::Error unless both are finite and >= 0.
+  explicit SGD(float lr, float weight_decay = 0.f);
   void step(nn::Module& model) override;
   /// \brief The learning rate.
   float lr() const { return lr_; }

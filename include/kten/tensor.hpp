@@ -50,12 +50,12 @@ class Tensor {
   int ndim() const { return static_cast<int>(shape_.size()); }
   /// \brief Extent of one axis (negative counts from the end).
   std::int64_t size(int axis) const;
-  /// \brief Number of elements.
+  /// \brief Number of elements (0 for an undefined tensor).
   std::int64_t numel() const;
   /// \brief Element type.
   DType dtype() const { return dtype_; }
-  /// \brief Bytes of element data.
-  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  /// \brief Bytes of element data (0 for an undefined tensor).
+  std::size_t nbytes() const;
 
   /// \brief The same storage seen with another shape (one extent may be -1); throws ShapeError
   /// when the element counts differ.
@@ -90,7 +90,7 @@ class Tensor {
   /// \brief The value of a one-element tensor; synchronises with the device. T must match dtype().
   template <class T>
   T item() const {
-    if (numel() != 1)
+    if (defined() && numel() != 1)  // an undefined tensor gets read_to_host's "undefined" error
       throw ShapeError("kten: item() needs a tensor with exactly one element, got shape " +
                        shape_str(shape_));
     T value{};
@@ -179,13 +179,29 @@ Tensor tensor(const std::vector<double>& values, const Shape& shape, const Devic
 Tensor tensor(const std::vector<float>& values, const Device& device = cpu());
 /// \brief A 1-D float64 tensor from host values.
 Tensor tensor(const std::vector<double>& values, const Device& device = cpu());
-/// \brief A 1-D float32 tensor: tensor({1.f, 2.f, 3.f}).
-Tensor tensor(std::initializer_list<float> values, const Device& device = cpu());
-/// \brief A 1-D float64 tensor: tensor({1.0, 2.0}).
-Tensor tensor(std::initializer_list<double> values, const Device& device = cpu());
-/// \brief A 2-D float32 tensor from nested rows: tensor({{1.f, 2.f}, {3.f, 4.f}}); ragged rows throw ShapeError.
-Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, const Device& device = cpu());
-/// \brief A 2-D float64 tensor from nested rows.
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const Device& device = cpu());
+
+namespace detail {
+template <class T>
+inline constexpr bool is_element_type = std::is_same_v<T, float> || std::is_same_v<T, double>;
+Tensor tensor_from_rows(std::initializer_list<std::initializer_list<float>> rows, const Device& device);
+Tensor tensor_from_rows(std::initializer_list<std::initializer_list<double>> rows, const Device& device);
+}  // namespace detail
+
+// The braced-list forms are templates deducing T from the literals, not float/double overload
+// pairs: clang rejects the nested-list pair as ambiguous, and as templates a one-row list such as
+// {{1.f}} picks the 2-D form (the more specialised one) instead of being ambiguous.
+
+/// \brief A 1-D tensor from braced values, float32 for float literals and float64 for double
+/// ones: tensor({1.f, 2.f, 3.f}), tensor({1.0, 2.0}).
+template <class T, std::enable_if_t<detail::is_element_type<T>, int> = 0>
+Tensor tensor(std::initializer_list<T> values, const Device& device = cpu()) {
+  return tensor(std::vector<T>(values), device);
+}
+/// \brief A 2-D tensor from nested rows, float32 or float64 like the literals:
+/// tensor({{1.f, 2.f}, {3.f, 4.f}}); ragged rows throw ShapeError.
+template <class T, std::enable_if_t<detail::is_element_type<T>, int> = 0>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> rows, const Device& device = cpu()) {
+  return detail::tensor_from_rows(rows, device);
+}
 
 }  // namespace kten

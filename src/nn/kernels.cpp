@@ -6,8 +6,9 @@
 
 namespace kten::detail {
 
+// The same test as Relu: where relu passed x (x > 0 or NaN), the gradient passes.
 struct ReluGrad {
-  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x > T(0) ? g : T(0); }
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x <= T(0) ? T(0) : g; }
 };
 
 template <class T>

@@ -71,13 +71,19 @@ Tensor Linear::forward(const Tensor& input) {
   detail::check_same_device("Linear forward", input.device(), device());
   if (input.ndim() != 2)
     throw ShapeError("kten: Linear forward: expects (batch, features), got shape " + shape_str(input.shape()));
-  if (in_features_ < 0) initialise(input.shape()[1]);
-  if (input.shape()[1] != in_features_)
-    throw ShapeError("kten: Linear forward: expects " + std::to_string(in_features_) + " input features, got shape " +
-                     shape_str(input.shape()));
   if (input.dtype() != options_.dtype)
     throw DTypeError(std::string("kten: Linear forward: the input is ") + dtype_name(input.dtype()) +
                      " but the parameters are " + dtype_name(options_.dtype) + "; convert with .astype(...)");
+  // Every check before a lazy layer shapes itself, so a refused first input leaves it lazy.
+  if (in_features_ < 0) {
+    if (input.shape()[1] < 1)
+      throw ShapeError("kten: Linear forward: a lazy Linear takes in_features from its first input, whose shape " +
+                       shape_str(input.shape()) + " has no features; in_features must be >= 1");
+    initialise(input.shape()[1]);
+  }
+  if (input.shape()[1] != in_features_)
+    throw ShapeError("kten: Linear forward: expects " + std::to_string(in_features_) + " input features, got shape " +
+                     shape_str(input.shape()));
   input_ = input;
   Tensor out = empty({input.shape()[0], out_features_}, input.device(), input.dtype());
   detail::gemm(input, false, weight_.value, false, out, options_.bias ? &bias_.value : nullptr, false);

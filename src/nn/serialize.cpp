@@ -5,17 +5,22 @@
 //             u64 byte count, little-endian element bytes }
 //   u64 FNV-1a checksum of every byte before it
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <limits>
+#include <new>
+#include <optional>
+#include <utility>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
 
+#include "checked.hpp"
 #include "storage.hpp"
 
 namespace kten::nn {
@@ -57,8 +62,8 @@ struct Reader {
   std::size_t end;  // the checksum's offset
   std::size_t pos = 0;
   const std::string& path;
-  void need(std::size_t n, const char* what) const {
-    if (pos + n > end)
+  void need(std::uint64_t n, const char* what) const {
+    if (n > end - pos)  // not pos + n > end, which a huge n wraps
       throw FormatError("kten: load('" + path + "'): the file is truncated (or corrupted): it ends at byte " +
                         std::to_string(end) + " while reading " + what);
   }
@@ -78,11 +83,114 @@ struct Staged {
   std::vector<unsigned char> data;  // host-order element bytes
 };
 
+// A lazy extent (-1) takes the file's, which must be >= 1: a layer is never shaped with width 0.
 bool shape_fits(const Shape& expected, const Shape& found) {
   if (expected.size() != found.size()) return false;
   for (std::size_t i = 0; i < expected.size(); ++i)
-    if (expected[i] != -1 && expected[i] != found[i]) return false;
+    if (expected[i] == -1 ? found[i] < 1 : expected[i] != found[i]) return false;
   return true;
+}
+
+// The whole file, read with POSIX calls so that every failure (a directory, a device, an I/O
+// error) is a FormatError rather than an iostream exception.
+std::vector<unsigned char> read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw FormatError("kten: load('" + path + "'): cannot open the file: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    throw FormatError("kten: load('" + path + "'): cannot read the file: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    throw FormatError("kten: load('" + path + "'): not a regular file (a directory or a device?); pass a file "
+                      "written by save()");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw FormatError("kten: load('" + path + "'): reading the file failed: " + std::strerror(errno));
+    if (n == 0) break;  // it shrank since fstat: parsing reports the truncation
+    done += static_cast<std::size_t>(n);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+// Every parameter in the file, checked against the format (not yet against a model).
+std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::string& path) {
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    throw FormatError("kten: load('" + path + "'): not a kten parameter file (no KTENPRM header)");
+  if (bytes.size() < 8 + 4 + 4 + 8)
+    throw FormatError("kten: load('" + path + "'): the file is truncated (" + std::to_string(bytes.size()) + " bytes)");
+  Reader r{bytes, bytes.size() - 8, 8, path};
+  const auto version = r.u(4, "the version");
+  if (version != kVersion)
+    throw FormatError("kten: load('" + path + "'): file format version " + std::to_string(version) +
+                      ", this kten reads version " + std::to_string(kVersion));
+  const auto count = r.u(4, "the parameter count");
+  std::vector<Staged> staged;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    Staged s;
+    const auto name_length = r.u(4, "a parameter name");
+    r.need(name_length, "a parameter name");
+    s.name.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + name_length);
+    r.pos += name_length;
+    const auto code = r.u(1, "a dtype");
+    if (code > 1)
+      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' has unknown dtype code " +
+                        std::to_string(code) + " (the file is corrupted)");
+    s.dtype = code == 0 ? DType::float32 : DType::float64;
+    const auto ndim = r.u(1, "a rank");
+    // The byte count the shape needs, checked: a product that wraps could match a small claim.
+    std::optional<std::uint64_t> expect = dtype_size(s.dtype);
+    for (std::uint64_t d = 0; d < ndim; ++d) {
+      const auto e = r.u(8, "a shape");
+      if (e > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' has extent " + std::to_string(e) +
+                          ", past the largest int64 (the file is corrupted)");
+      s.shape.push_back(static_cast<std::int64_t>(e));
+      if (expect) expect = detail::checked_mul(*expect, e);
+    }
+    if (!expect)
+      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' has shape " + shape_str(s.shape) +
+                        ", which has more bytes than fit in 64 bits (the file is corrupted)");
+    const auto nbytes = r.u(8, "a byte count");
+    if (nbytes != *expect)
+      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' claims " + std::to_string(nbytes) +
+                        " bytes for shape " + shape_str(s.shape) + " (the file is corrupted)");
+    r.need(nbytes, "parameter data");
+    s.data.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + nbytes);
+    if (!host_is_little_endian())
+      for (std::size_t e = 0; e < s.data.size(); e += dtype_size(s.dtype))
+        std::reverse(s.data.begin() + e, s.data.begin() + e + dtype_size(s.dtype));
+    r.pos += nbytes;
+    staged.push_back(std::move(s));
+  }
+  if (r.pos != r.end)
+    throw FormatError("kten: load('" + path + "'): " + std::to_string(r.end - r.pos) +
+                      " unexpected bytes after the parameters (the file is corrupted)");
+  Reader tail{bytes, bytes.size(), bytes.size() - 8, path};
+  if (tail.u(8, "the checksum") != fnv1a(bytes.data(), bytes.size() - 8))
+    throw FormatError("kten: load('" + path + "'): checksum mismatch: the file is corrupted");
+  return staged;
+}
+
+// A new temporary file beside `path`, named PATH.tmp.<pid>.<n>: the counter makes it unique in this
+// process (threads saving to one path each get their own), the pid between processes, and O_EXCL
+// skips a name that a crashed process left behind. Its mode is 0666 less the umask, as for any new
+// file (mkstemp would make it 0600).
+std::pair<int, std::string> create_temporary(const std::string& path) {
+  static std::atomic<std::uint64_t> counter{0};
+  for (;;) {
+    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) return {fd, std::move(tmp)};
+    if (errno != EEXIST)
+      throw Error("kten: save('" + path + "'): cannot create '" + tmp + "': " + std::strerror(errno));
+  }
 }
 
 }  // namespace
@@ -110,9 +218,7 @@ void Module::save(const std::string& path) {
   w.u(fnv1a(w.bytes.data(), w.bytes.size()), 8);
 
   // Atomic: write a temporary beside the target, flush it to disk, then rename over the target.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error("kten: save('" + path + "'): cannot create '" + tmp + "': " + std::strerror(errno));
+  const auto [fd, tmp] = create_temporary(path);
   std::size_t done = 0;
   while (done < w.bytes.size()) {
     const ssize_t n = ::write(fd, w.bytes.data() + done, w.bytes.size() - done);
@@ -132,53 +238,13 @@ void Module::save(const std::string& path) {
 
 void Module::load(const std::string& path, const Device& device) {
   require_available(device);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FormatError("kten: load('" + path + "'): cannot open the file: " + std::strerror(errno));
-  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
-    throw FormatError("kten: load('" + path + "'): not a kten parameter file (no KTENPRM header)");
-  if (bytes.size() < 8 + 4 + 4 + 8)
-    throw FormatError("kten: load('" + path + "'): the file is truncated (" + std::to_string(bytes.size()) + " bytes)");
-  Reader r{bytes, bytes.size() - 8, 8, path};
-  const auto version = r.u(4, "the version");
-  if (version != kVersion)
-    throw FormatError("kten: load('" + path + "'): file format version " + std::to_string(version) +
-                      ", this kten reads version " + std::to_string(kVersion));
-  const auto count = r.u(4, "the parameter count");
   std::vector<Staged> staged;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    Staged s;
-    const auto name_length = r.u(4, "a parameter name");
-    r.need(name_length, "a parameter name");
-    s.name.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + name_length);
-    r.pos += name_length;
-    const auto code = r.u(1, "a dtype");
-    if (code > 1)
-      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' has unknown dtype code " +
-                        std::to_string(code) + " (the file is corrupted)");
-    s.dtype = code == 0 ? DType::float32 : DType::float64;
-    const auto ndim = r.u(1, "a rank");
-    for (std::uint64_t d = 0; d < ndim; ++d) s.shape.push_back(static_cast<std::int64_t>(r.u(8, "a shape")));
-    const auto nbytes = r.u(8, "a byte count");
-    std::uint64_t expect = dtype_size(s.dtype);
-    for (auto e : s.shape) expect *= static_cast<std::uint64_t>(e);
-    if (nbytes != expect)
-      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' claims " + std::to_string(nbytes) +
-                        " bytes for shape " + shape_str(s.shape) + " (the file is corrupted)");
-    r.need(nbytes, "parameter data");
-    s.data.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + nbytes);
-    if (!host_is_little_endian())
-      for (std::size_t e = 0; e < s.data.size(); e += dtype_size(s.dtype))
-        std::reverse(s.data.begin() + e, s.data.begin() + e + dtype_size(s.dtype));
-    r.pos += nbytes;
-    staged.push_back(std::move(s));
+  try {
+    staged = parse(read_file(path), path);
+  } catch (const std::bad_alloc&) {
+    // Every size was checked against the file's, so this is a large file on a host short of memory.
+    throw OutOfMemory("kten: load('" + path + "'): out of host memory (cpu(0)) while reading the file");
   }
-  if (r.pos != r.end)
-    throw FormatError("kten: load('" + path + "'): " + std::to_string(r.end - r.pos) +
-                      " unexpected bytes after the parameters (the file is corrupted)");
-  Reader tail{bytes, bytes.size(), bytes.size() - 8, path};
-  if (tail.u(8, "the checksum") != fnv1a(bytes.data(), bytes.size() - 8))
-    throw FormatError("kten: load('" + path + "'): checksum mismatch: the file is corrupted");
 
   // The file is sound; does it fit this model?
   auto params = named_parameters();

@@ -45,6 +45,20 @@ KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
 /// \brief Host threads of the default host execution space (static in 3.x, a member in 4.x).
 inline int host_concurrency() { return Kokkos::DefaultHostExecutionSpace().concurrency(); }
 
+#ifdef KOKKOS_ENABLE_OPENMP
+/// \brief True when the calling thread may launch team kernels on the OpenMP thread pool. Kokkos
+/// 3.x ties the pool to the thread that initialised Kokkos, outside any parallel region (from
+/// elsewhere range kernels run inline on the caller and team kernels throw); Kokkos 4 launches
+/// from any thread outside a parallel region (its in_parallel() is deprecated, then removed).
+inline bool openmp_pool_usable_here() {
+#if KOKKOS_VERSION < 40000
+  return !Kokkos::OpenMP::in_parallel();
+#else
+  return omp_get_level() == 0;
+#endif
+}
+#endif
+
 }  // namespace kten::detail::compat
 
 /// \brief Kokkos 3.x may call a custom reducer's join with volatile arguments; 4.x never does and
