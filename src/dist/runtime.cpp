@@ -3,6 +3,7 @@
 #include <sched.h>  // sched_getaffinity (Linux)
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -205,7 +206,10 @@ std::string library_version() {
 void abort(const std::string& message, int exit_code) {
   int rank = -1;
   if (mpi_is_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::cerr << "kten: rank " << rank << ": " << message << "; aborting the MPI job" << std::endl;
+  // One write, so the line cannot interleave with the MPI library's own abort banner.
+  const std::string line = "kten: rank " + std::to_string(rank) + ": " + message + "; aborting the MPI job\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
   if (mpi_is_running()) MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);
 }
