@@ -21,6 +21,7 @@
 #include <kten/kten.hpp>
 
 #include "git_hash.hpp"  // generated at build time
+#include "perf_config.hpp"
 
 namespace {
 
@@ -28,11 +29,7 @@ using Clock = std::chrono::steady_clock;
 using kten::Device;
 using kten::Tensor;
 
-struct Config {
-  bool quick = false;
-  Device device = kten::cpu();
-  std::string out = ".";
-};
+using kten::perf::Config;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -133,12 +130,7 @@ int main(int argc, char* argv[]) {
   kten::dist::Guard guard(argc, argv);
   Config c;
   c.device = kten::try_gpu();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--quick") c.quick = true;
-    else if (a == "--kten-device" && i + 1 < argc) c.device = std::string(argv[++i]) == "cpu" ? kten::cpu() : kten::gpu();
-    else if (a == "--out" && i + 1 < argc) c.out = argv[++i];
-  }
+  for (int i = 1; i < argc; ++i) kten::perf::parse_option(c, i, argc, argv);
   const auto world = kten::dist::world();
   const int rank = world->rank(), ranks = world->size();
   if (ranks < 2) kten::dist::abort("kten-perf-mpi needs at least 2 ranks: mpiexec -n 2 kten-perf-mpi");

@@ -34,15 +34,6 @@ struct LoneGroup : dist::ProcessGroup {
   void barrier() const override {}
 };
 
-nn::Sequential small_model(const Device& d) {
-  nn::Sequential m;
-  m.add(nn::Linear(3, 4, {true, float32, 7}));
-  m.add(nn::ReLU());
-  m.add(nn::Linear(4, 1, {true, float32, 8}));
-  m.to(d);
-  return m;
-}
-
 }  // namespace
 
 TEST_CASE("a shard takes every count-th example of each global batch, starting at its rank", "[data][shard]") {
@@ -106,7 +97,7 @@ TEST_CASE("a shard whose rank is not below its count is an error", "[data][shard
 
 TEST_CASE("DistributedDataParallel flattens gradients into buckets on the device and back", "[dist][ddp]") {
   const Device d = test::device();
-  nn::Sequential plain = small_model(d), wrapped = small_model(d);
+  nn::Sequential plain = test::small_mlp(d), wrapped = test::small_mlp(d);
   auto group = std::make_shared<LoneGroup>();
   // 64 bytes: weight 3x4 + bias 4 (16 floats) fill the first bucket, weight 4x1 + bias 1 the second.
   dist::DistributedDataParallel ddp(wrapped, group, {64});

@@ -328,19 +328,11 @@ TEST_CASE("DistributedDataParallel starts every rank from rank 0's parameters", 
 TEST_CASE("DistributedDataParallel averages gradients with one all_reduce per bucket", "[dist][ddp]") {
   const auto w = world();
   const Device d = test::device();
-  auto make_model = [&] {
-    nn::Sequential m;
-    m.add(nn::Linear(3, 4, {true, float32, 7}));
-    m.add(nn::ReLU());
-    m.add(nn::Linear(4, 1, {true, float32, 8}));
-    m.to(d);
-    return m;
-  };
   auto input = [&](int rank) { return randn({5, 3}, d, 100 + static_cast<std::uint64_t>(rank)); };
   // The reference: every rank's gradient computed here, then averaged.
   std::vector<std::vector<double>> want;
   for (int r = 0; r < w->size(); ++r) {
-    nn::Sequential m = make_model();
+    nn::Sequential m = test::small_mlp(d);
     m(input(r));
     m.backward(ones({5, 1}, d));
     const auto named = m.named_parameters();
@@ -356,7 +348,7 @@ TEST_CASE("DistributedDataParallel averages gradients with one all_reduce per bu
     // 25 MiB: one bucket; 1 byte: one per parameter; 64 bytes: weight 3x4 (48 B) + bias 4 (16 B),
     // then weight 4x1 + bias 1 (20 B).
     const int buckets = bucket_bytes == 1 ? 4 : bucket_bytes == 64 ? 2 : 1;
-    nn::Sequential m = make_model();
+    nn::Sequential m = test::small_mlp(d);
     auto counting = std::make_shared<CountingGroup>();
     dist::DistributedDataParallel ddp(m, counting, {bucket_bytes});
     CHECK(counting->broadcasts == buckets);  // the parameters, bucket by bucket
