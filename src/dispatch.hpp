@@ -196,6 +196,7 @@ void for_each_index(const char* label, const Backend& be, std::int64_t n, const 
 /// backend would pick teams of one), and no vector lanes.
 template <class Backend>
 TeamPolicy<Backend> team_policy(const Backend& be, int league, int team_size = 0, int vector_length = 1) {
+  check_launch_thread<Backend, TeamPolicy<Backend>>(false);  // before Kokkos sizes the team
   if constexpr (Backend::emulated)
     return TeamPolicy<Backend>(be.space, league, be.space.concurrency() >= 2 ? 2 : 1);
   else if (team_size > 0)
