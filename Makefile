@@ -5,7 +5,7 @@ PREFIX ?= $(CURDIR)/install/$(PRESET)
 BUILD   = build/$(PRESET)
 CONFIGURE_ARGS ?=
 
-.PHONY: all setup configure build test tour info cuda perf install clean
+.PHONY: all setup configure build test tour info cuda perf perf-mpi install clean
 
 all: build
 
@@ -34,6 +34,13 @@ cuda:
 # The perf suite on the default device; results (JSON, CSV, PNG plots) under build/<preset>/perf.
 perf: build
 	OMP_PROC_BIND=$${OMP_PROC_BIND:-spread} OMP_PLACES=$${OMP_PLACES:-threads} $(BUILD)/perf/kten-perf --out $(BUILD)/perf $(ARGS)
+
+# kten::dist's all_reduce against raw MPI_Allreduce, and training on 1 vs 2 ranks (MPI_RANKS=2);
+# results under build/<preset>/perf-mpi. Open MPI needs the two variables to run as root.
+MPI_RANKS ?= 2
+perf-mpi: build
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=$${OMP_PROC_BIND:-false} \
+	  mpiexec -n $(MPI_RANKS) $(BUILD)/perf/kten-perf-mpi --out $(BUILD)/perf-mpi $(ARGS)
 
 # libFuzzer on the parameter loader for FUZZ_SECONDS (60 by default; run it longer by hand, e.g.
 # `make fuzz FUZZ_SECONDS=3600`): clang with ASan + UBSan, the corpus seeded with files from save().

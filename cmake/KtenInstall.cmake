@@ -2,7 +2,12 @@
 # With the bundled Kokkos, Kokkos installs itself into the same prefix, so find_dependency finds it.
 include(CMakePackageConfigHelpers)
 
-install(DIRECTORY include/kten DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(KTEN_ENABLE_MPI)
+  install(DIRECTORY include/kten DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+else()  # kten::dist's MPI headers have no implementation in this build
+  install(DIRECTORY include/kten DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+          PATTERN dist.hpp EXCLUDE PATTERN dist_mpi.hpp EXCLUDE)
+endif()
 install(FILES ${PROJECT_BINARY_DIR}/include/kten/config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kten)
 install(TARGETS kten EXPORT ktenTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -29,6 +29,7 @@
 
 #include "baselines/host_baseline.hpp"
 #include "baselines/vendor_baseline.hpp"
+#include "perf_config.hpp"
 #include "git_hash.hpp"  // generated at build time
 
 namespace {
@@ -36,12 +37,7 @@ namespace {
 using kten::Device;
 using kten::Tensor;
 
-struct Config {
-  bool quick = false;
-  Device device = kten::cpu();
-  std::string out = ".";
-};
-Config config;
+kten::perf::Config config;
 
 // --- what the runs measured, by benchmark name ----------------------------------------------------
 
@@ -527,14 +523,9 @@ int main(int argc, char* argv[]) {
   kten::ScopeGuard guard(argc, argv);
   std::vector<char*> args{argv[0]};
   std::vector<std::string> owned;
-  config.device = kten::try_gpu();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--quick") config.quick = true;
-    else if (a == "--kten-device" && i + 1 < argc) config.device = std::string(argv[++i]) == "cpu" ? kten::cpu() : kten::gpu();
-    else if (a == "--out" && i + 1 < argc) config.out = argv[++i];
-    else args.push_back(argv[i]);
-  }
+  config.device = kten::try_gpu();  // now that Kokkos is up
+  for (int i = 1; i < argc; ++i)
+    if (!kten::perf::parse_option(config, i, argc, argv)) args.push_back(argv[i]);
   kten::require_available(config.device);
   give_openblas_every_core(kten::host_threads());
   std::filesystem::create_directories(config.out);

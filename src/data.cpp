@@ -1,16 +1,88 @@
-// Synthetic regression data and seeded minibatches, made on the host.
+// Synthetic regression data and seeded minibatches, made on the host; shards of them for ranks.
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include <kten/data.hpp>
 #include <kten/kokkos.hpp>
 #include <kten/ops.hpp>
 #include <kten/random.hpp>
 
+#include "dispatch.hpp"
+#include "storage.hpp"
 #include "checked.hpp"
 
 namespace kten::data {
+
+namespace {
+
+// One row (leading index) of a batch.
+struct Row {
+  const Batch* batch;
+  std::int64_t index;
+};
+
+// The rows `rows` of one part (X or y) of host batches, copied into a new cpu() tensor.
+Tensor gather_rows(const std::vector<Row>& rows, Tensor Batch::*part) {
+  const Tensor& first = rows.front().batch->*part;
+  Shape shape = first.shape();
+  const std::size_t row_bytes = first.nbytes() / static_cast<std::size_t>(shape[0]);
+  shape[0] = static_cast<std::int64_t>(rows.size());
+  std::vector<char> bytes(rows.size() * row_bytes);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Tensor& source = rows[i].batch->*part;
+    std::memcpy(bytes.data() + i * row_bytes,
+                detail::data_ptr<const char>(source) + rows[i].index * row_bytes, row_bytes);
+  }
+  return detail::from_host(bytes.data(), shape, first.dtype(), cpu());
+}
+
+}  // namespace
+
+std::vector<Batch> Dataset::shard_batches(bool train, std::int64_t batch_size, std::uint64_t epoch,
+                                          const Shard& shard) const {
+  if (shard.count < 1 || shard.rank < 0 || shard.rank >= shard.count)
+    throw Error("kten: shard_batches(): rank " + std::to_string(shard.rank) + " of " +
+                std::to_string(shard.count) + " is not a shard; needs count >= 1 and 0 <= rank < count");
+  if (shard.count == 1) return batches(train, batch_size, epoch);
+  if (batch_size < 1) throw ShapeError("kten: shard_batches(): batch_size must be >= 1");
+  const std::int64_t count = shard.count;
+  if (batch_size > std::numeric_limits<std::int64_t>::max() / count)
+    throw ShapeError("kten: shard_batches(): batch_size " + std::to_string(batch_size) + " times " +
+                     std::to_string(count) + " ranks does not fit in 64 bits");
+  // The epoch's batches of all ranks together; global row i goes to rank i % count (the global
+  // batch size is a multiple of count, so this is the stride over the whole epoch's order).
+  std::vector<Batch> global = batches(train, batch_size * count, epoch);
+  std::int64_t total = 0;
+  for (auto& b : global) {
+    if (b.X.ndim() < 1 || b.y.ndim() < 1 || b.X.shape()[0] != b.y.shape()[0])
+      throw ShapeError("kten: shard_batches(): a batch's X (" + shape_str(b.X.shape()) + ") and y (" +
+                       shape_str(b.y.shape()) + ") must have one row per example");
+    b = {b.X.to(cpu()), b.y.to(cpu())};
+    total += b.X.shape()[0];
+  }
+  // The epoch's p-th example, for padding (PyTorch repeats the order from its start).
+  const std::int64_t global_rows = batch_size * count;
+  auto epoch_row = [&](std::int64_t p) {
+    p %= total;
+    return Row{&global[static_cast<std::size_t>(p / global_rows)], p % global_rows};
+  };
+  std::vector<Batch> out;
+  for (const Batch& b : global) {
+    const std::int64_t rows = b.X.shape()[0], left = rows % count;  // left > 0 only for the last
+    std::int64_t end = rows;
+    if (left != 0 && shard.remainder == Remainder::drop) end = rows - left;
+    if (left != 0 && shard.remainder == Remainder::pad) end = rows - left + count;
+    std::vector<Row> mine;
+    for (std::int64_t i = shard.rank; i < end; i += count)
+      mine.push_back(i < rows ? Row{&b, i} : epoch_row(i - rows));
+    if (!mine.empty()) out.push_back({gather_rows(mine, &Batch::X), gather_rows(mine, &Batch::y)});
+  }
+  return out;
+}
 
 SyntheticRegression::SyntheticRegression(std::vector<float> w, float b, float noise, std::int64_t num_train,
                                          std::int64_t num_val, std::uint64_t seed)

@@ -200,6 +200,8 @@ void with_grain(const Backend& be, std::int64_t work, F&& f) {
   if constexpr (Backend::is_host && !std::is_same_v<typename Backend::execution_space, Kokkos::Serial>) {
     if (work < host_serial_grain) return f(HostOn<Kokkos::Serial>{});
   }
+#else
+  (void)work;  // without Serial every kernel runs on the backend's space
 #endif
   f(be);
 }
@@ -226,6 +228,7 @@ void for_each_index(const char* label, const Backend& be, std::int64_t n, const 
 /// backend would pick teams of one), and no vector lanes.
 template <class Backend>
 TeamPolicy<Backend> team_policy(const Backend& be, int league, int team_size = 0, int vector_length = 1) {
+  check_launch_thread<Backend, TeamPolicy<Backend>>(false);  // before Kokkos sizes the team
   if constexpr (Backend::emulated)
     return TeamPolicy<Backend>(be.space, league, be.space.concurrency() >= 2 ? 2 : 1);
   else if (team_size > 0)

@@ -427,6 +427,7 @@ void launch_team_gemm(const Backend& be, const T* A, const T* B, T* C, const T* 
                       const GemmShape& s) {
   const std::int64_t tiles_n = (s.n + Tile::BN - 1) / Tile::BN, tiles = ((s.m + Tile::BM - 1) / Tile::BM) * tiles_n;
   if (tiles > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than a GPU launch can hold");
+  check_launch_thread<Backend, TeamPolicy<Backend>>(false);  // before Kokkos sizes the team
   using Policy = TeamPolicy<Backend>;
   Policy policy(be.space, static_cast<int>(tiles), Tile::threads);
   run("kten::gemm", be, policy.set_scratch_size(0, Kokkos::PerTeam(Tile::scratch_bytes)),

@@ -9,6 +9,7 @@
 #include "backend_glue.hpp"
 #include "dispatch.hpp"
 #include "host_isa.hpp"
+#include "dist/hooks.hpp"
 
 namespace kten {
 
@@ -58,6 +59,7 @@ void print_device_report(std::ostream& os) {
      << Kokkos::DefaultHostExecutionSpace::name() << ")\n";
   os << "host ISA   : " << cpu_vector_isa() << " (as compiled); matmul " << gemm_micro_kernel()
      << "\n             operations under " << host_serial_grain() << " elements run on the calling thread\n";
+  os << "MPI        : " << detail::mpi_report() << '\n';
   if (gpus_are_emulated()) {
     os << "GPUs       : *** EMULATED *** KTEN_EMULATE_GPUS=" << num_gpus() << ": gpu(0) to gpu("
        << num_gpus() - 1 << ") are host-memory stand-ins for testing device rules, not GPUs.\n"

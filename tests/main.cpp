@@ -10,6 +10,19 @@
 
 #include <kten/kten.hpp>
 
+// AddressSanitizer checks emulated-GPU kernels' bounds itself, and ThreadSanitizer cannot map the
+// trap's address-space reservation: under either, emulated memory is left untrapped.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define KTEN_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define KTEN_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef KTEN_TEST_SANITIZED
+#define KTEN_TEST_SANITIZED 0
+#endif
+
 namespace {
 // CTest names the run in KTEN_TEST_RUN; what each run means is set here, before kten first reads
 // its environment:
@@ -17,7 +30,7 @@ namespace {
 //            silently pick a GPU;
 //  emulated  tests gpu(0) on two emulated GPUs, which take the GPU code paths, with host access
 //            to their memory trapped (except under AddressSanitizer, which then watches the
-//            bounds of every emulated-GPU kernel instead);
+//            bounds of every emulated-GPU kernel instead, and ThreadSanitizer);
 //  gpu       tests gpu(0) on a real GPU.
 void configure_run() {
   setenv("OMP_PROC_BIND", "false", 0);
@@ -31,7 +44,7 @@ void configure_run() {
   } else if (name == "emulated") {
     setenv("KTEN_TEST_DEVICE", "gpu", 1);
     setenv("KTEN_EMULATE_GPUS", "2", 1);
-#if !defined(__SANITIZE_ADDRESS__)
+#if !KTEN_TEST_SANITIZED
     setenv("KTEN_TRAP_HOST_ACCESS", "1", 1);
 #endif
   } else if (name == "gpu") {

@@ -71,4 +71,14 @@ std::vector<double> host_doubles(const Tensor& t) {
   return std::vector<double>(v.begin(), v.end());
 }
 
+/// A small seeded MLP (3 -> 4 -> ReLU -> 1) on `d`: the same model in every process and thread.
+inline nn::Sequential small_mlp(const Device& d) {
+  nn::Sequential m;
+  m.add(nn::Linear(3, 4, {true, float32, 7}));
+  m.add(nn::ReLU());
+  m.add(nn::Linear(4, 1, {true, float32, 8}));
+  m.to(d);
+  return m;
+}
+
 }  // namespace kten::test

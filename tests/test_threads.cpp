@@ -105,6 +105,20 @@ void require_same_parameters(const std::vector<std::vector<float>>& got,
     test::require_allclose(got[i], std::vector<double>(want[i].begin(), want[i].end()), 1e-5, 1e-6);
 }
 
+// Each worker either got ThreadError (a Kokkos without Serial to run on) or finished: then check(i).
+template <class Check>
+void require_each_worker(const Device& d, const std::vector<std::exception_ptr>& thrown, Check check) {
+  for (std::size_t i = 0; i < thrown.size(); ++i) {
+    CAPTURE(i);
+    if (worker_matmul_refused(d)) {
+      require_thread_error(thrown[i]);
+      continue;
+    }
+    REQUIRE_NOTHROW(rethrow_if(thrown[i]));
+    check(i);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("matmul on a worker thread matches the reference", "[threads]") {
@@ -130,16 +144,10 @@ TEST_CASE("matmuls on several threads at once each get their own right answer", 
   const auto thrown = run_on_threads(threads, [&](int i) {
     for (int r = 0; r < rounds; ++r) results[i].push_back(matmul(products[i].A, products[i].B));
   });
-  for (int i = 0; i < threads; ++i) {
-    CAPTURE(i);
-    if (worker_matmul_refused(d)) {
-      require_thread_error(thrown[i]);
-      continue;
-    }
-    REQUIRE_NOTHROW(rethrow_if(thrown[i]));
+  require_each_worker(d, thrown, [&](std::size_t i) {
     REQUIRE(results[i].size() == rounds);
     for (const Tensor& C : results[i]) require_product(C, products[i]);
-  }
+  });
 }
 
 TEST_CASE("Trainer::fit on worker threads, one or several at once, trains as on this thread",
@@ -150,15 +158,7 @@ TEST_CASE("Trainer::fit on worker threads, one or several at once, trains as on 
     CAPTURE(threads);
     std::vector<std::vector<std::vector<float>>> got(threads);
     const auto thrown = run_on_threads(threads, [&](int i) { got[i] = train(d); });
-    for (int i = 0; i < threads; ++i) {
-      CAPTURE(i);
-      if (worker_matmul_refused(d)) {
-        require_thread_error(thrown[i]);
-        continue;
-      }
-      REQUIRE_NOTHROW(rethrow_if(thrown[i]));
-      require_same_parameters(got[i], want);
-    }
+    require_each_worker(d, thrown, [&](std::size_t i) { require_same_parameters(got[i], want); });
   }
 }
 
@@ -178,14 +178,6 @@ TEST_CASE("kten calls inside the application's own OpenMP parallel region", "[th
       thrown[i] = std::current_exception();
     }
   }
-  for (int i = 0; i < threads; ++i) {
-    CAPTURE(i);
-    if (worker_matmul_refused(d)) {
-      require_thread_error(thrown[i]);
-      continue;
-    }
-    REQUIRE_NOTHROW(rethrow_if(thrown[i]));
-    require_product(results[i], p);
-  }
+  require_each_worker(d, thrown, [&](std::size_t i) { require_product(results[i], p); });
 }
 #endif

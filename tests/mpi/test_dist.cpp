@@ -1,0 +1,433 @@
+// kten::dist on every rank of mpiexec: collectives on the device under test (cpu, or emulated GPUs
+// for the staged path), mismatches as errors on every rank, application communicators, stall
+// reports, DistributedDataParallel and the data-parallel Trainer.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include <catch2/catch_template_test_macros.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <kten/dist_mpi.hpp>
+#include <kten/kten.hpp>
+
+#include "../support.hpp"
+
+using namespace kten;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+std::shared_ptr<dist::Communicator> world() { return dist::world(); }
+
+// GPU tensors go through host memory unless the MPI is CUDA-aware; emulated GPUs model an MPI
+// that is not.
+bool staged(const Device& d) { return d.is_gpu() && (gpus_are_emulated() || !dist::cuda_aware()); }
+
+// Rank r's value for element i: distinct on every rank and exact in float32.
+double value(int rank, std::int64_t i) { return (rank + 1) * 10.0 + static_cast<double>(i); }
+
+template <class T>
+Tensor rank_tensor(int rank, const Shape& shape, const Device& d) {
+  std::int64_t n = 1;
+  for (auto e : shape) n *= e;
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(value(rank, static_cast<std::int64_t>(i)));
+  return tensor(v, shape, d);
+}
+
+// The message of the CollectiveMismatch that `f` throws; fails the test when it throws nothing.
+template <class F>
+std::string mismatch_message(F f) {
+  try {
+    f();
+  } catch (const dist::CollectiveMismatch& e) {
+    return e.what();
+  }
+  FAIL("no CollectiveMismatch");
+  return {};
+}
+
+// The communicator still works: every rank adds its 1.
+void require_usable(const dist::ProcessGroup& group) {
+  const Tensor one = ones({1}, test::device());
+  group.all_reduce(one);
+  REQUIRE(one.item<float>() == static_cast<float>(group.size()));
+}
+
+// Counts the collectives a DistributedDataParallel issues, passing them on to the world.
+struct CountingGroup : dist::ProcessGroup {
+  std::shared_ptr<const dist::ProcessGroup> inner = world();
+  mutable int all_reduces = 0, broadcasts = 0;
+  int rank() const override { return inner->rank(); }
+  int size() const override { return inner->size(); }
+  void all_reduce(const Tensor& t, dist::ReduceOp op) const override {
+    ++all_reduces;
+    inner->all_reduce(t, op);
+  }
+  void broadcast(const Tensor& t, int root) const override {
+    ++broadcasts;
+    inner->broadcast(t, root);
+  }
+  Tensor all_gather(const Tensor& t) const override { return inner->all_gather(t); }
+  Tensor reduce_scatter(const Tensor& t, dist::ReduceOp op) const override { return inner->reduce_scatter(t, op); }
+  void barrier() const override { inner->barrier(); }
+};
+
+}  // namespace
+
+TEST_CASE("the world communicator knows every rank and the node", "[dist]") {
+  const auto w = world();
+  REQUIRE(dist::is_initialized());
+  REQUIRE(w->size() >= 2);
+  CHECK(dist::default_group() == w);
+  CHECK(w->local_size() == w->size());  // mpiexec on one machine
+  CHECK(w->local_rank() == w->rank());
+  const Tensor ranks = w->all_gather(full({1}, w->rank(), test::device()));
+  CHECK(ranks.shape() == Shape{w->size(), 1});
+  std::vector<double> want;
+  for (int r = 0; r < w->size(); ++r) want.push_back(r);
+  test::require_allclose<float>(ranks, want);
+}
+
+TEMPLATE_TEST_CASE("all_reduce sums, averages and takes max and min in place, on the tensor's device", "[dist]",
+                   float, double) {
+  const auto w = world();
+  const Device d = test::device();
+  const Shape shape{2, 3};
+  for (auto op : {dist::ReduceOp::sum, dist::ReduceOp::mean, dist::ReduceOp::max, dist::ReduceOp::min}) {
+    CAPTURE(dist::reduce_op_name(op));
+    const Tensor t = rank_tensor<TestType>(w->rank(), shape, d);
+    const Tensor alias = t.reshape({6});
+    reset_stats();
+    w->all_reduce(t, op);
+    const Stats s = stats();
+    std::vector<double> want;
+    for (std::int64_t i = 0; i < 6; ++i) {
+      double sum = 0;
+      for (int r = 0; r < w->size(); ++r) sum += value(r, i);
+      want.push_back(op == dist::ReduceOp::sum    ? sum
+                     : op == dist::ReduceOp::mean ? sum / w->size()
+                     : op == dist::ReduceOp::max  ? value(w->size() - 1, i)
+                                                  : value(0, i));
+    }
+    CHECK(t.device() == d);
+    test::require_allclose<TestType>(alias, want);  // in place: every view of the storage sees it
+    if (staged(d)) {  // through host memory, counted
+      CHECK(s.device_to_host == 1);
+      CHECK(s.host_to_device == 1);
+      CHECK(s.bytes_device_to_host == t.nbytes());
+      CHECK(s.bytes_host_to_device == t.nbytes());
+    } else {  // host memory, or GPU memory with a CUDA-aware MPI, goes to MPI as it is
+      CHECK(s.transfers() == 0);
+    }
+    CHECK(s.host_syncs == 1);
+  }
+}
+
+TEST_CASE("all_reduce propagates NaN through sum, max and min", "[dist]") {
+  const auto w = world();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (auto op : {dist::ReduceOp::sum, dist::ReduceOp::max, dist::ReduceOp::min}) {
+    CAPTURE(dist::reduce_op_name(op));
+    // element 0: NaN on the last rank only; element 1: NaN on rank 0 only
+    const bool last = w->rank() == w->size() - 1, first = w->rank() == 0;
+    const Tensor t = tensor({last ? nan : 5.f, first ? nan : -5.f, 1.f}, test::device());
+    w->all_reduce(t, op);
+    const auto v = t.to_vector<float>();
+    CHECK(std::isnan(v[0]));
+    CHECK(std::isnan(v[1]));
+    CHECK_FALSE(std::isnan(v[2]));
+  }
+}
+
+TEMPLATE_TEST_CASE("broadcast copies the root's tensor to every rank", "[dist]", float, double) {
+  const auto w = world();
+  for (int root : {0, w->size() - 1}) {
+    const Tensor t = rank_tensor<TestType>(w->rank(), {4}, test::device());
+    reset_stats();
+    w->broadcast(t, root);
+    const Stats s = stats();
+    test::require_allclose<TestType>(t, {value(root, 0), value(root, 1), value(root, 2), value(root, 3)});
+    if (staged(test::device())) {  // the root stages out, the others stage in
+      CHECK(s.device_to_host == (w->rank() == root ? 1u : 0u));
+      CHECK(s.host_to_device == (w->rank() == root ? 0u : 1u));
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("all_gather stacks every rank's tensor; reduce_scatter reduces row r onto rank r", "[dist]",
+                   float, double) {
+  const auto w = world();
+  const Device d = test::device();
+  const int n = w->size();
+  const Tensor gathered = w->all_gather(rank_tensor<TestType>(w->rank(), {2, 2}, d));
+  CHECK(gathered.shape() == Shape{n, 2, 2});
+  CHECK(gathered.device() == d);
+  std::vector<double> want;
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < 4; ++i) want.push_back(value(r, i));
+  test::require_allclose<TestType>(gathered, want);
+
+  // Rank q's input row r holds value(q, 3r + j); rank r receives the sum (or mean) over q.
+  for (auto op : {dist::ReduceOp::sum, dist::ReduceOp::mean, dist::ReduceOp::max}) {
+    const Tensor scattered = w->reduce_scatter(rank_tensor<TestType>(w->rank(), {n, 3}, d), op);
+    CHECK(scattered.shape() == Shape{3});
+    CHECK(scattered.device() == d);
+    std::vector<double> mine;
+    for (int j = 0; j < 3; ++j) {
+      double sum = 0;
+      for (int q = 0; q < n; ++q) sum += value(q, 3 * w->rank() + j);
+      mine.push_back(op == dist::ReduceOp::sum ? sum : op == dist::ReduceOp::mean ? sum / n : value(n - 1, 3 * w->rank() + j));
+    }
+    test::require_allclose<TestType>(scattered, mine);
+  }
+}
+
+TEST_CASE("collectives on empty tensors agree and move nothing", "[dist]") {
+  const auto w = world();
+  const Device d = test::device();
+  reset_stats();
+  const Tensor none = empty({0}, d), rows = empty({3, 0}, d, float64);
+  w->all_reduce(none);
+  w->broadcast(rows, w->size() - 1);
+  CHECK(w->all_gather(rows).shape() == Shape{w->size(), 3, 0});
+  CHECK(w->reduce_scatter(empty({w->size(), 0}, d)).shape() == Shape{0});
+  w->barrier();
+  CHECK(stats().transfers() == 0);
+  CHECK(stats().host_syncs == 0);
+}
+
+TEST_CASE("ranks that disagree get a CollectiveMismatch naming ranks and shapes, on every rank", "[dist]") {
+  const auto w = world();
+  const Device d = test::device();
+  const int rank = w->rank();
+  const std::string others = w->size() == 2 ? "rank 1" : "ranks 1-" + std::to_string(w->size() - 1);
+
+  SECTION("shapes") {
+    const Tensor t = rank == 0 ? zeros({2, 3}, d) : zeros({3, 2}, d);
+    const std::string m = mismatch_message([&] { w->all_reduce(t); });
+    CHECK_THAT(m, ContainsSubstring("rank 0: all_reduce(sum) float32 2x3"));
+    CHECK_THAT(m, ContainsSubstring(others + ": all_reduce(sum) float32 3x2"));
+  }
+  SECTION("dtypes") {
+    const Tensor t = zeros({4}, d, rank == 0 ? float64 : float32);
+    const std::string m = mismatch_message([&] { w->broadcast(t); });
+    CHECK_THAT(m, ContainsSubstring("rank 0: broadcast(root 0) float64 4"));
+    CHECK_THAT(m, ContainsSubstring(others + ": broadcast(root 0) float32 4"));
+  }
+  SECTION("operations, reductions and roots") {
+    const Tensor t = zeros({4}, d);
+    std::string m = mismatch_message([&] {
+      if (rank == 0) w->all_reduce(t);
+      else w->all_gather(t);
+    });
+    CHECK_THAT(m, ContainsSubstring("rank 0: all_reduce(sum) float32 4"));
+    CHECK_THAT(m, ContainsSubstring(others + ": all_gather float32 4"));
+    m = mismatch_message([&] { w->all_reduce(t, rank == 0 ? dist::ReduceOp::max : dist::ReduceOp::mean); });
+    CHECK_THAT(m, ContainsSubstring("rank 0: all_reduce(max)"));
+    m = mismatch_message([&] { w->broadcast(t, rank == 0 ? 0 : 1); });
+    CHECK_THAT(m, ContainsSubstring("rank 0: broadcast(root 0)"));
+    CHECK_THAT(m, ContainsSubstring(others + ": broadcast(root 1)"));
+    m = mismatch_message([&] {
+      if (rank == 0) w->barrier();
+      else w->all_reduce(t);
+    });
+    CHECK_THAT(m, ContainsSubstring("rank 0: barrier"));
+  }
+  SECTION("invalid arguments on one rank") {
+    const Tensor t = rank == 1 ? Tensor() : zeros({4}, d);
+    const std::string m = mismatch_message([&] { w->all_reduce(t); });
+    CHECK_THAT(m, ContainsSubstring("rank 1: all_reduce(sum): the tensor is undefined"));
+    CHECK_THAT(mismatch_message([&] { w->broadcast(zeros({1}, d), w->size()); }),
+               ContainsSubstring("root " + std::to_string(w->size()) + " is not a rank"));
+    CHECK_THAT(mismatch_message([&] { w->reduce_scatter(zeros({w->size() + 1, 2}, d)); }),
+               ContainsSubstring("one row per rank"));
+  }
+  require_usable(*w);  // a mismatch leaves the communicator in step
+}
+
+TEST_CASE("an application's sub-communicator is wrapped, not assumed to be the world", "[dist]") {
+  const auto w = world();
+  MPI_Comm half = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, w->rank() % 2, w->rank(), &half);
+  const auto sub = dist::wrap(half);
+  const int members = (w->size() + 1 - w->rank() % 2) / 2;
+  CHECK(sub->size() == members);
+  CHECK(sub->rank() == w->rank() / 2);
+  int relation = MPI_UNEQUAL;
+  MPI_Comm_compare(dist::native_handle(*sub), half, &relation);
+  CHECK(relation == MPI_CONGRUENT);  // kten's own duplicate of the same ranks
+  MPI_Comm_free(&half);              // the application's communicator may go; kten's stays
+
+  const Tensor t = full({2}, w->rank(), test::device());
+  sub->all_reduce(t);
+  double want = 0;
+  for (int r = w->rank() % 2; r < w->size(); r += 2) want += r;
+  test::require_allclose<float>(t, {want, want});
+  CHECK(sub->local_size() == members);
+  require_usable(*sub);
+}
+
+TEST_CASE("a late rank is reported by the lowest waiting rank after the stall warning time", "[dist][stall]") {
+  const auto w = world();
+  const dist::StallOptions before = w->stall_options();
+  std::ostringstream log;
+  w->set_stall_options({/*warning_seconds=*/1.0, /*abort_seconds=*/0, &log});
+  if (w->rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+  w->barrier();
+  w->set_stall_options(before);
+  const std::string text = log.str();
+  if (w->rank() == 0) {
+    CHECK_THAT(text, ContainsSubstring("kten: warning: stall: collective #"));
+    CHECK_THAT(text, ContainsSubstring("(barrier)"));
+    // "...; rank 1 has not arrived" (a busy machine may also list a waiting rank that answered late)
+    const auto end = text.find(" not arrived");
+    REQUIRE(end != std::string::npos);
+    const std::string missing = text.substr(text.rfind("; ", end) + 2, end - text.rfind("; ", end) - 2);
+    CAPTURE(missing);
+    CHECK((missing == "rank 1 has" || missing.rfind("ranks 1,", 0) == 0 || missing.rfind("ranks 1-", 0) == 0));
+  } else {
+    CHECK(text.empty());  // rank 1 never waited; the others leave the report to rank 0
+  }
+}
+
+TEST_CASE("DistributedDataParallel starts every rank from rank 0's parameters", "[dist][ddp]") {
+  const auto w = world();
+  const Device d = test::device();
+  nn::Linear layer(3, 2, {true, float32, /*seed=*/static_cast<std::uint64_t>(w->rank())});
+  layer.to(d);
+  dist::DistributedDataParallel ddp(layer, w);
+  nn::Linear rank0(3, 2, {true, float32, /*seed=*/0});
+  CHECK(layer.weight().to_vector<float>() == rank0.weight().to_vector<float>());
+  CHECK(layer.bias().to_vector<float>() == rank0.bias().to_vector<float>());
+  CHECK(ddp.device() == d);
+
+  SECTION("lazy layers take rank 0's parameters at the first forward, which then uses them") {
+    nn::Sequential lazy;
+    lazy.add(nn::Linear(2, {true, float32, static_cast<std::uint64_t>(10 + w->rank())}));
+    lazy.to(d);
+    dist::DistributedDataParallel wrapped(lazy, w);
+    CHECK(wrapped.num_buckets() == 0);
+    const Tensor x = rand({4, 3}, d, 5);
+    const Tensor y = wrapped(x);
+    nn::Linear reference(2, {true, float32, 10});
+    reference.to(d);
+    const Tensor want = reference(x);
+    CHECK(wrapped.parameters()[0].to_vector<float>() == reference.weight().to_vector<float>());
+    test::require_allclose<float>(y, test::host_doubles<float>(want));
+  }
+}
+
+TEST_CASE("DistributedDataParallel averages gradients with one all_reduce per bucket", "[dist][ddp]") {
+  const auto w = world();
+  const Device d = test::device();
+  auto input = [&](int rank) { return randn({5, 3}, d, 100 + static_cast<std::uint64_t>(rank)); };
+  // The reference: every rank's gradient computed here, then averaged.
+  std::vector<std::vector<double>> want;
+  for (int r = 0; r < w->size(); ++r) {
+    nn::Sequential m = test::small_mlp(d);
+    m(input(r));
+    m.backward(ones({5, 1}, d));
+    const auto named = m.named_parameters();
+    want.resize(named.size());
+    for (std::size_t p = 0; p < named.size(); ++p) {
+      const auto g = test::host_doubles<float>(named[p].slot->grad);
+      want[p].resize(g.size());
+      for (std::size_t i = 0; i < g.size(); ++i) want[p][i] += g[i] / w->size();
+    }
+  }
+  for (std::size_t bucket_bytes : {std::size_t(25) << 20, std::size_t(1), std::size_t(64)}) {
+    CAPTURE(bucket_bytes);
+    // 25 MiB: one bucket; 1 byte: one per parameter; 64 bytes: weight 3x4 (48 B) + bias 4 (16 B),
+    // then weight 4x1 + bias 1 (20 B).
+    const int buckets = bucket_bytes == 1 ? 4 : bucket_bytes == 64 ? 2 : 1;
+    nn::Sequential m = test::small_mlp(d);
+    auto counting = std::make_shared<CountingGroup>();
+    dist::DistributedDataParallel ddp(m, counting, {bucket_bytes});
+    CHECK(counting->broadcasts == buckets);  // the parameters, bucket by bucket
+    ddp(input(w->rank()));
+    ddp.backward(ones({5, 1}, d));
+    CHECK(ddp.num_buckets() == static_cast<std::size_t>(buckets));
+    CHECK(counting->all_reduces == buckets);
+    const auto named = m.named_parameters();
+    for (std::size_t p = 0; p < named.size(); ++p) {
+      CAPTURE(named[p].name);
+      test::require_allclose<float>(named[p].slot->grad, want[p], 1e-5, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("the Trainer on N ranks with batch B matches one process with batch N*B", "[dist][trainer]") {
+  const auto w = world();
+  const int n = w->size();
+  // 520 = 16 x 32 + 8 examples: with B = 32 / n every global batch splits evenly over the ranks.
+  data::SyntheticRegression data({2.f, -3.4f}, 4.2f, 0.01f, 520, 130, 0);
+  const std::int64_t per_rank = 32 / n;
+  auto run = [&](std::shared_ptr<const dist::ProcessGroup> group, std::int64_t batch, nn::Sequential& model,
+                 std::ostringstream& progress) {
+    model.add(nn::Linear(1, {true, float32, /*seed=*/3}));
+    optim::SGD sgd(0.03f);
+    Trainer trainer(2, 1);
+    if (group != w) trainer.set_process_group(group);  // w: the default, nothing to set
+    CHECK(trainer.process_group() == group);
+    trainer.set_progress_stream(&progress);
+    return trainer.fit(model, nn::MSELoss(), sgd, data, batch);
+  };
+  nn::Sequential parallel, alone;
+  std::ostringstream parallel_progress, alone_progress;
+  const auto reports = run(w, per_rank, parallel, parallel_progress);
+  const auto reference = run(nullptr, 32, alone, alone_progress);
+  REQUIRE(reports.size() == 2);
+  for (std::size_t e = 0; e < 2; ++e) {
+    CAPTURE(e, reports[e].train_loss, reference[e].train_loss);
+    CHECK(std::fabs(reports[e].train_loss - reference[e].train_loss) <= 1e-4 * reference[e].train_loss + 1e-7);
+    CHECK(std::fabs(reports[e].val_loss - reference[e].val_loss) <= 1e-4 * reference[e].val_loss + 1e-7);
+  }
+  for (std::size_t p = 0; p < 2; ++p)
+    test::require_allclose<float>(parallel.parameters()[p], test::host_doubles<float>(alone.parameters()[p]), 1e-5,
+                                  1e-6);
+  // Every rank reports the same losses (the sums were added over the ranks before the read).
+  const Tensor loss = full({1}, reports.back().train_loss, cpu(), float64), lowest = loss.copyto(cpu());
+  w->all_reduce(loss, dist::ReduceOp::max);
+  w->all_reduce(lowest, dist::ReduceOp::min);
+  CHECK(loss.item<double>() == lowest.item<double>());
+  // Progress lines come from rank 0 only.
+  if (w->rank() == 0) CHECK_THAT(parallel_progress.str(), ContainsSubstring(" x " + std::to_string(n) + " ranks"));
+  else CHECK(parallel_progress.str().empty());
+  CHECK_FALSE(alone_progress.str().empty());  // alone, every process is its own rank 0
+}
+
+TEST_CASE("Trainer::save writes from rank 0 only and load reads on every rank", "[dist][trainer][io]") {
+  const auto w = world();
+  const Device d = test::device();
+  Trainer trainer(1, 1);
+  // One file name for all ranks: rank 0's process id.
+  const Tensor pid = full({1}, static_cast<double>(getpid()), cpu(), float64);
+  w->broadcast(pid);
+  const std::string path = "kten-dist-test-" + std::to_string(static_cast<long>(pid.item<double>())) + ".kten";
+
+  nn::Sequential model;
+  model.add(nn::Linear(2, 3, {true, float32, 1}));
+  model.to(d);
+  if (w->rank() != 0) model.parameters()[0].copy_from(full({2, 3}, -1.0, d));  // only rank 0's may be written
+  trainer.save(model, path);
+  nn::Sequential loaded;
+  loaded.add(nn::Linear(3));
+  trainer.load(loaded, path);
+  CHECK(loaded.parameters()[0].device() == trainer.device());
+  nn::Linear rank0(2, 3, {true, float32, 1});
+  CHECK(loaded.parameters()[0].to_vector<float>() == rank0.weight().to_vector<float>());
+  w->barrier();
+  if (w->rank() == 0) std::remove(path.c_str());
+
+  // A write that fails on rank 0 fails on every rank, and nobody waits.
+  CHECK_THROWS_AS(trainer.save(model, "/nonexistent-directory/model.kten"), Error);
+  require_usable(*w);
+}

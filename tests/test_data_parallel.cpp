@@ -1,0 +1,156 @@
+// Data parallelism without MPI: shards of a dataset (DistributedSampler's rules), and
+// DistributedDataParallel and the Trainer over a group of one rank (the MPI tests run them on
+// several ranks: tests/mpi).
+#include <sstream>
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <kten/dist/ddp.hpp>
+#include <kten/kten.hpp>
+
+#include "support.hpp"
+
+using namespace kten;
+
+namespace {
+
+std::vector<float> targets(const data::Batch& b) { return b.y.to_vector<float>(); }
+
+// A group of one rank: every collective leaves the data as it is; it records what it was asked.
+struct LoneGroup : dist::ProcessGroup {
+  mutable std::vector<std::int64_t> all_reduced, broadcast_sizes;
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void all_reduce(const Tensor& t, dist::ReduceOp) const override { all_reduced.push_back(t.numel()); }
+  void broadcast(const Tensor& t, int) const override { broadcast_sizes.push_back(t.numel()); }
+  Tensor all_gather(const Tensor& t) const override {
+    Shape shape{1};
+    shape.insert(shape.end(), t.shape().begin(), t.shape().end());
+    return t.copyto(t.device()).reshape(shape);
+  }
+  Tensor reduce_scatter(const Tensor& t, dist::ReduceOp) const override {
+    return t.copyto(t.device()).reshape(Shape(t.shape().begin() + 1, t.shape().end()));
+  }
+  void barrier() const override {}
+};
+
+}  // namespace
+
+TEST_CASE("a shard takes every count-th example of each global batch, starting at its rank", "[data][shard]") {
+  data::SyntheticRegression data({1.f, 2.f}, 0.5f, 0.1f, /*num_train=*/100, /*num_val=*/30, /*seed=*/4);
+  for (bool train : {true, false}) {
+    for (int count : {2, 3, 4}) {
+      CAPTURE(train, count);
+      const auto global = data.batches(train, 8 * count, 5);
+      for (int r = 0; r < count; ++r) {
+        const auto mine = data.shard_batches(train, 8, 5, {r, count, data::Remainder::uneven});
+        REQUIRE(mine.size() == global.size());  // 100 and 30 leave every rank a row in the last batch
+        for (std::size_t k = 0; k < global.size(); ++k) {
+          const auto all = targets(global[k]), part = targets(mine[k]);
+          std::vector<float> want;
+          for (std::size_t i = static_cast<std::size_t>(r); i < all.size(); i += static_cast<std::size_t>(count))
+            want.push_back(all[i]);
+          CHECK(part == want);
+          CHECK(mine[k].X.shape() == Shape{static_cast<std::int64_t>(want.size()), 2});
+          CHECK(mine[k].X.device() == cpu());
+        }
+      }
+    }
+  }
+  // One shard of one is the dataset's own batches.
+  CHECK(targets(data.shard_batches(true, 8, 5, {})[0]) == targets(data.batches(true, 8, 5)[0]));
+}
+
+TEST_CASE("leftover examples are padded from the start of the epoch, dropped, or left uneven", "[data][shard]") {
+  // 10 examples over 4 ranks with batch 2: global batches of 8 and 2 rows.
+  data::SyntheticRegression data({1.f}, 0.f, 0.1f, /*num_train=*/10, /*num_val=*/0, /*seed=*/9);
+  const auto global = data.batches(true, 8, 3);
+  const auto first = targets(global[0]), last = targets(global[1]);
+  for (int r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    const auto pad = data.shard_batches(true, 2, 3, {r, 4, data::Remainder::pad});
+    REQUIRE(pad.size() == 2);  // every rank as many batches, of the same sizes
+    CHECK(targets(pad[0]) == std::vector<float>{first[r], first[r + 4]});
+    // ranks 0 and 1 take the two leftovers, ranks 2 and 3 repeat the epoch's first two examples
+    CHECK(targets(pad[1]) == std::vector<float>{r < 2 ? last[r] : first[r - 2]});
+
+    const auto drop = data.shard_batches(true, 2, 3, {r, 4, data::Remainder::drop});
+    REQUIRE(drop.size() == 1);
+    CHECK(targets(drop[0]) == targets(pad[0]));
+
+    const auto uneven = data.shard_batches(true, 2, 3, {r, 4, data::Remainder::uneven});
+    CHECK(uneven.size() == (r < 2 ? 2u : 1u));
+  }
+  // Fewer examples than ranks: padding goes round the epoch again.
+  data::SyntheticRegression tiny({1.f}, 0.f, 0.1f, 1, 0, 2);
+  const float only = targets(tiny.batches(true, 1, 0)[0])[0];
+  for (int r = 0; r < 3; ++r) CHECK(targets(tiny.shard_batches(true, 1, 0, {r, 3})[0]) == std::vector<float>{only});
+}
+
+TEST_CASE("a shard whose rank is not below its count is an error", "[data][shard]") {
+  data::SyntheticRegression data({1.f}, 0.f, 0.1f, 10, 0, 0);
+  CHECK_THROWS_AS(data.shard_batches(true, 2, 0, {4, 4}), Error);
+  CHECK_THROWS_AS(data.shard_batches(true, 2, 0, {-1, 4}), Error);
+  CHECK_THROWS_AS(data.shard_batches(true, 2, 0, {0, 0}), Error);
+  CHECK_THROWS_AS(data.shard_batches(true, 0, 0, {0, 2}), ShapeError);
+}
+
+TEST_CASE("DistributedDataParallel flattens gradients into buckets on the device and back", "[dist][ddp]") {
+  const Device d = test::device();
+  nn::Sequential plain = test::small_mlp(d), wrapped = test::small_mlp(d);
+  auto group = std::make_shared<LoneGroup>();
+  // 64 bytes: weight 3x4 + bias 4 (16 floats) fill the first bucket, weight 4x1 + bias 1 the second.
+  dist::DistributedDataParallel ddp(wrapped, group, {64});
+  CHECK(group->broadcast_sizes == std::vector<std::int64_t>{16, 5});  // rank 0's parameters, by bucket
+  CHECK(ddp.device() == d);
+  CHECK(ddp.named_parameters().size() == 4);
+  CHECK(ddp.named_parameters()[0].name == "0.weight");
+
+  const Tensor x = randn({5, 3}, d, 1);
+  plain(x);
+  plain.backward(ones({5, 1}, d));
+  ddp(x);
+  ddp.backward(ones({5, 1}, d));
+  CHECK(group->all_reduced == std::vector<std::int64_t>{16, 5});  // one all_reduce per bucket
+  CHECK(ddp.num_buckets() == 2);
+  for (std::size_t p = 0; p < 4; ++p)
+    CHECK(wrapped.named_parameters()[p].slot->grad.to_vector<float>() ==
+          plain.named_parameters()[p].slot->grad.to_vector<float>());
+
+  SECTION("lazy layers are broadcast after their first forward") {
+    nn::Sequential lazy;
+    lazy.add(nn::Linear(2));
+    lazy.to(d);
+    auto lone = std::make_shared<LoneGroup>();
+    dist::DistributedDataParallel later(lazy, lone);
+    CHECK(lone->broadcast_sizes.empty());
+    CHECK_THROWS_AS(later.synchronize_gradients(), Error);  // nothing to average before a forward
+    later(ones({1, 3}, d));
+    CHECK(lone->broadcast_sizes == std::vector<std::int64_t>{3 * 2 + 2});
+  }
+  CHECK_THROWS_AS(dist::DistributedDataParallel(plain, nullptr), Error);
+}
+
+TEST_CASE("the Trainer's data-parallel path over one rank trains exactly as one process", "[dist][trainer]") {
+  data::SyntheticRegression data({2.f, -3.4f}, 4.2f, 0.01f, 200, 50, 0);
+  auto train = [&](std::shared_ptr<const dist::ProcessGroup> group) {
+    nn::Sequential model;
+    model.add(nn::Linear(1, {true, float32, 3}));
+    optim::SGD sgd(0.03f);
+    Trainer trainer(2, 1);
+    std::ostringstream progress;
+    trainer.set_progress_stream(&progress);
+    if (group) trainer.set_process_group(group);
+    CHECK(trainer.process_group() == group);
+    const auto reports = trainer.fit(model, nn::MSELoss(), sgd, data, 16);
+    CHECK(progress.str().find(group ? " x 1 ranks" : "samples/s  on") != std::string::npos);
+    return std::make_pair(reports, model.parameters()[0].to_vector<float>());
+  };
+  auto group = std::make_shared<LoneGroup>();
+  const auto [parallel, w_parallel] = train(group);
+  const auto [alone, w_alone] = train(nullptr);
+  CHECK(group->all_reduced.size() == 2 * 13 + 2);  // a gradient bucket per batch, the loss sums per epoch
+  CHECK(w_parallel == w_alone);
+  CHECK(parallel[1].train_loss == alone[1].train_loss);
+  CHECK(parallel[1].val_loss == alone[1].val_loss);
+}
