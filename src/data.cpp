@@ -112,13 +112,16 @@ std::vector<Batch> SyntheticRegression::batches(bool train, std::int64_t batch_s
   std::vector<Batch> out;
   for (std::int64_t start = 0; start < count; start += batch_size) {
     const std::int64_t rows = std::min(batch_size, count - start);
-    std::vector<float> xb(rows * features), yb(rows);
+    // Gathered straight into the batch's cpu() tensors: no staging vector, no second copy.
+    Batch batch{empty({rows, features}), empty({rows, 1})};
+    const auto xb = batch.X.view<float**>();
+    const auto yb = batch.y.view<float**>();
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t i = order[start + r];
-      for (std::int64_t f = 0; f < features; ++f) xb[r * features + f] = X(i, f);
-      yb[r] = y(i, 0);
+      for (std::int64_t f = 0; f < features; ++f) xb(r, f) = X(i, f);
+      yb(r, 0) = y(i, 0);
     }
-    out.push_back({tensor(xb, {rows, features}), tensor(yb, {rows, 1})});
+    out.push_back(std::move(batch));
   }
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include "checks.hpp"
 #include "dispatch.hpp"
+#include "reduce.hpp"
 #include "elementwise.hpp"
 
 namespace kten {
@@ -22,22 +23,28 @@ KOKKOS_INLINE_FUNCTION T nan_max(T acc, T v) {
   return (acc != acc || v <= acc) ? acc : v;
 }
 
-// What to accumulate and how to finish: sum, mean (sum / n), max, norm (sqrt of the sum of squares).
+// What to accumulate and how to finish: sum, mean (sum / n), max, norm (sqrt of the sum of
+// squares), mean square (the sum of squares / n: MSE in one pass).
 struct SumKind {
-  static constexpr bool is_max = false;
+  static constexpr bool is_max = false, has_finish = false;
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return acc + v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return acc; }
 };
 struct MeanKind : SumKind {
+  static constexpr bool has_finish = true;
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t n) { return acc / T(n); }
 };
 struct NormKind : SumKind {
+  static constexpr bool has_finish = true;
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v * v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return math::sqrt(acc); }
 };
+struct MeanSquareKind : MeanKind {
+  template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v * v; }
+};
 struct MaxKind {
-  static constexpr bool is_max = true;
+  static constexpr bool is_max = true, has_finish = false;
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return nan_max(acc, v); }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return acc; }
@@ -75,13 +82,15 @@ struct KindReducer {
 
 /// \brief Host: each of a few parts per thread folds its range into `Lanes` independent partial
 /// results (four SIMD registers of them, so neither the add latency nor a serial chain limits
-/// the loop).
+/// the loop). With one part (`finished`) it writes the finished result itself: a small reduction
+/// is one kernel on the calling thread.
 template <class T, class Kind>
 struct HostPartsKernel {
   static constexpr int Lanes = 128 / sizeof(T);
   const T* x;
   T* partials;
   std::int64_t n, per_part;
+  bool finished;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t part) const {
     const std::int64_t begin = part * per_part < n ? part * per_part : n;
     const std::int64_t end = begin + per_part < n ? begin + per_part : n;
@@ -94,7 +103,7 @@ struct HostPartsKernel {
     }
     for (; i < end; ++i) lane[0] = Kind::combine(lane[0], Kind::prepare(x[i]));
     for (int l = 1; l < Lanes; ++l) lane[0] = Kind::combine(lane[0], lane[l]);
-    partials[part] = lane[0];
+    partials[part] = finished ? Kind::finish(lane[0], n) : lane[0];
   }
 };
 
@@ -130,15 +139,16 @@ void reduce_all_kernel(const Backend& be, const char* label, const T* x, T* resu
     const std::int64_t parts = n < host_serial_grain ? 1 : 4 * static_cast<std::int64_t>(compat::host_concurrency());
     constexpr int Lanes = HostPartsKernel<T, Kind>::Lanes;
     const std::int64_t per_part = ((n + parts - 1) / parts + Lanes - 1) / Lanes * Lanes;
+    if (parts == 1) return for_each_index(label, be, 1, HostPartsKernel<T, Kind>{x, result, n, per_part, true}, n);
     std::vector<T> partial(static_cast<std::size_t>(parts));
-    for_each_index(label, be, parts, HostPartsKernel<T, Kind>{x, partial.data(), n, per_part}, n);
+    for_each_index(label, be, parts, HostPartsKernel<T, Kind>{x, partial.data(), n, per_part, false}, n);
     for_each_index(label, be, 1, FoldPartsKernel<T, Kind>{partial.data(), result, parts, n}, parts);
     be.space.fence();  // `partial` lives on this stack frame (host kernels finish here anyway)
   } else {
     using Reducer = KindReducer<Kind, T, typename Backend::memory_space>;
     run_reduce(label, be, RangePolicy<Backend>(be.space, 0, n), DeviceReduceKernel<T, Kind>{x},
                Reducer(typename Reducer::result_view_type(result)));
-    if constexpr (std::is_same_v<Kind, MeanKind> || std::is_same_v<Kind, NormKind>)
+    if constexpr (Kind::has_finish)
       for_each_index(label, be, 1, MapKernel<T, Finisher<Kind, T>>{result, result, {n}});
   }
 }
@@ -220,6 +230,8 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis) {
          x, out);
   return out;
 }
+
+Tensor mean_square(const Tensor& x) { return reduce_all<MeanSquareKind>("kten::mean_square", x); }
 
 }  // namespace detail
 

@@ -17,6 +17,10 @@ struct Storage {
   std::size_t bytes = 0;
   Device device;
   std::shared_ptr<void> owner;  // what owns the memory: kten's block, a user's View, pinned memory
+  /// \brief For a block from the device's cache: its size, the key it goes back under when the
+  /// storage dies (0: the owner frees the memory). Kept here rather than in a deleter of `owner`,
+  /// which would cost every small operation one more heap allocation.
+  std::size_t cache_block = 0;
   bool pinned = false;          // page-locked host memory a GPU copies from asynchronously
   /// \brief For pinned storage: the GPU whose queued copy may still be reading it (-1: none).
   /// Host writes into the buffer and its release wait for that GPU first.
@@ -30,6 +34,9 @@ std::string human_bytes(double bytes);
 
 /// \brief Allocates `bytes` (uninitialised) on `device`; OutOfMemory names the device and size.
 std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what);
+
+/// \brief Returns a dying storage's block (cache_block != 0) to the device's cache.
+void return_to_cache(Storage& storage);
 
 /// \brief `bytes` of uninitialised host memory, owned by the returned pointer, labelled for Kokkos Tools.
 std::shared_ptr<void> allocate_host(std::size_t bytes, const char* label, void** data);

@@ -85,15 +85,21 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
   for (int epoch = 0; epoch < max_epochs_; ++epoch) {
     const detail::Region region("kten::epoch");
     const auto start = std::chrono::steady_clock::now();
-    Tensor totals = zeros({2}, device_);  // sums of batch loss x batch size
-    auto add = [&](const Tensor& batch_loss, std::int64_t rows, const Tensor& slot) {
-      totals = totals + batch_loss.astype(float32) * slot * static_cast<double>(rows);
+    // Running sums of batch loss x batch size, one 0-d tensor per kind: one fused kernel per batch.
+    Tensor train_sum = zeros({}, device_), val_sum = zeros({}, device_);
+    struct Rows {  // the batch size as a 0-d tensor; it changes only for a last, shorter batch
+      std::int64_t count = -1;
+      Tensor value;
+    } train_rows, val_rows;
+    auto add = [&](Tensor& sum, const Tensor& batch_loss, std::int64_t rows, Rows& weight) {
+      if (weight.count != rows) weight = {rows, full({}, static_cast<double>(rows), device_)};
+      sum = fma(batch_loss.astype(float32), weight.value, sum);
     };
     std::int64_t trained = 0;  // examples this rank trained on; every rank trains as many
     for (const auto& host_batch : data.shard_batches(true, batch_size, static_cast<std::uint64_t>(epoch), train_shard)) {
       const data::Batch batch = prepare_batch(host_batch);
       const Tensor prediction = net(batch.X);
-      add(loss(prediction, batch.y), batch.X.shape()[0], to_train);
+      add(train_sum, loss(prediction, batch.y), batch.X.shape()[0], train_rows);
       optimizer.zero_grad(model);
       net.backward(loss.backward(prediction, batch.y));  // with DDP: gradients averaged over the ranks
       optimizer.step(model);
@@ -101,8 +107,9 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
     }
     for (const auto& host_batch : data.shard_batches(false, batch_size, 0, val_shard)) {
       const data::Batch batch = prepare_batch(host_batch);
-      add(loss(net(batch.X), batch.y), batch.X.shape()[0], to_val);
+      add(val_sum, loss(net(batch.X), batch.y), batch.X.shape()[0], val_rows);
     }
+    Tensor totals = train_sum * to_train + val_sum * to_val;  // [train, validation]: one read
     if (group) group->all_reduce(totals);  // the sums of all ranks, still on the device
     const std::vector<float> sums = totals.to_vector<float>();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -22,6 +22,10 @@ void wait_for_pending_reader(const Storage& storage) {
 }
 
 Storage::~Storage() {
+  if (cache_block) {  // device memory: reuse is ordered on its device
+    return_to_cache(*this);
+    return;
+  }
   const int gpu_index = pending_reader.exchange(-1);
   if (gpu_index < 0 || !Kokkos::is_initialized()) return;
   // The DMA must finish before the pinned buffer is freed. Counted, never thrown from here.

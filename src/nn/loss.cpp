@@ -3,6 +3,7 @@
 #include <kten/ops.hpp>
 
 #include "checks.hpp"
+#include "reduce.hpp"
 
 namespace kten::nn {
 
@@ -17,8 +18,7 @@ void check_pair(const char* op, const Tensor& prediction, const Tensor& target) 
 
 Tensor MSELoss::operator()(const Tensor& prediction, const Tensor& target) const {
   check_pair("MSELoss", prediction, target);
-  const Tensor diff = prediction - target;
-  return mean(diff * diff);
+  return detail::mean_square(prediction - target);
 }
 
 Tensor MSELoss::backward(const Tensor& prediction, const Tensor& target) const {
