@@ -198,20 +198,34 @@ TEMPLATE_TEST_CASE("the host GEMM is right on every path, transposes, bias and a
   using T = TestType;
   using Blk = kten::detail::HostGemmBlocking<T>;
   const kten::detail::HostBackend host;
-  // Smaller than one micro-tile (k = 0 too); one tile with an edge strip and edge columns, narrow
-  // and wide; several k-slices and column blocks, big enough to run on every thread.
-  const std::vector<std::array<std::int64_t, 3>> shapes = {{5, 7, 3},
-                                                           {3, 2, 0},
-                                                           {2 * Blk::rows + 3, Blk::cols + 5, 17},
-                                                           {Blk::rows, Blk::cols - 1, 4},
-                                                           {Blk::rows, Blk::lanes + 1, 4},
-                                                           {Blk::rows + 1, Blk::nc + Blk::cols + 3, Blk::kc + 5}};
+  // Tiny products for the direct kernel (k = 0 too, a Linear layer's input gradient 32x2 by k = 1,
+  // k = 32 on 2x2) and just past it; smaller than one micro-tile; one tile with an edge strip and
+  // edge columns, narrow and wide; several k-slices and column blocks, big enough to run on every
+  // thread.
+  const std::int64_t direct = kten::detail::host_direct_gemm_macs;
+  const std::vector<std::array<std::int64_t, 3>> tiny = {{5, 7, 3}, {3, 2, 0}, {32, 2, 1}, {2, 2, 32}, {direct / 2, 2, 1}};
+  std::vector<std::array<std::int64_t, 3>> shapes = tiny;
+  shapes.insert(shapes.end(), {{2, 2, direct / 4 + 1},
+                               {2 * Blk::rows + 3, Blk::cols + 5, 17},
+                               {Blk::rows, Blk::cols - 1, 4},
+                               {Blk::rows, Blk::lanes + 1, 4},
+                               {Blk::rows + 1, Blk::nc + Blk::cols + 3, Blk::kc + 5}});
   for (auto [m, n, k] : shapes)
     for (const auto& g : kten::test::gemm_variants(m, n, k)) {
       CAPTURE(m, n, k, g.transpose_a, g.transpose_b, g.with_bias, g.accumulate);
       auto o = kten::test::make_gemm<T>(g);
       kten::detail::gemm_kernel(host, static_cast<const T*>(o.A.data()), static_cast<const T*>(o.B.data()),
                                 static_cast<T*>(o.C.data()), kten::test::bias_of(g, o), g.accumulate, o.s);
+      kten::test::require_allclose<T>(o.C, o.ref, 1e-4 * (sizeof(T) == 4), sizeof(T) == 4 ? 1e-4 : 1e-12);
+    }
+  // The tiled kernel on the products gemm_kernel hands to the direct kernel.
+  for (auto [m, n, k] : tiny)
+    for (const auto& g : kten::test::gemm_variants(m, n, k)) {
+      CAPTURE(m, n, k, g.transpose_a, g.transpose_b, g.with_bias, g.accumulate);
+      auto o = kten::test::make_gemm<T>(g);
+      kten::detail::run_host_gemm(host, kten::detail::plan_host_gemm<T>(o.s, 1), static_cast<const T*>(o.A.data()),
+                                  static_cast<const T*>(o.B.data()), static_cast<T*>(o.C.data()),
+                                  kten::test::bias_of(g, o), g.accumulate, o.s);
       kten::test::require_allclose<T>(o.C, o.ref, 1e-4 * (sizeof(T) == 4), sizeof(T) == 4 ? 1e-4 : 1e-12);
     }
   // Every split the plan makes for 1 to 7 threads, run as planned.

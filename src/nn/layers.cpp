@@ -61,7 +61,9 @@ void Linear::initialise(std::int64_t in_features) {
 void Linear::parameters_loaded() { in_features_ = weight_.value.shape()[0]; }
 
 std::vector<NamedParameter> Linear::named_parameters() {
-  std::vector<NamedParameter> out{{"weight", &weight_}};
+  std::vector<NamedParameter> out;
+  out.reserve(2);  // one allocation: optimisers ask for the parameters every step
+  out.push_back({"weight", &weight_});
   if (options_.bias) out.push_back({"bias", &bias_});
   return out;
 }
@@ -150,8 +152,15 @@ void Sequential::to(const Device& device) {
 
 std::vector<NamedParameter> Sequential::named_parameters() {
   std::vector<NamedParameter> out;
-  for (std::size_t i = 0; i < layers_.size(); ++i)
-    for (auto& [name, slot] : layers_[i]->named_parameters()) out.push_back({std::to_string(i) + "." + name, slot});
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    auto inner = layers_[i]->named_parameters();
+    if (out.empty()) {  // the common case of one layer with parameters: its vector, renamed in place
+      out = std::move(inner);
+      for (auto& p : out) p.name = std::to_string(i) + "." + p.name;
+      continue;
+    }
+    for (auto& [name, slot] : inner) out.push_back({std::to_string(i) + "." + name, slot});
+  }
   return out;
 }
 

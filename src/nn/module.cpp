@@ -1,4 +1,6 @@
 // Module: device placement of parameters, gradients, and the input-device rule.
+#include <optional>
+
 #include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
 
@@ -9,13 +11,16 @@
 namespace kten::nn {
 
 Tensor Module::operator()(const Tensor& input) {
-  detail::check_defined(input, (name() + " forward").c_str());
+  if (!input.defined()) detail::check_defined(input, (name() + " forward").c_str());  // the name costs a string
   if (input.device() != device_)
     throw DeviceMismatch("kten: " + name() + " forward: the input is on " + input.device().str() +
                          " but the module's parameters are on " + device_.str() +
                          "; kten never copies implicitly. Move the input with x.to(" + device_.str() +
                          ") or the module with .to(" + input.device().str() + ")");
-  detail::Region region("kten::" + name() + "::forward");
+  // Named after the module for profilers; the name is built only when a tool listens (it costs
+  // heap allocations on every call).
+  std::optional<detail::Region> region;
+  if (Kokkos::Profiling::profileLibraryLoaded()) region.emplace("kten::" + name() + "::forward");
   return forward(input);
 }
 
