@@ -13,24 +13,25 @@
 
 namespace kten::detail {
 
-// IEEE layout of T: the integer of its width, mantissa bits, exponent bias; hi is the largest x
-// whose e^x is finite, and below lo e^x is under half the smallest subnormal, so rounds to 0.
+// IEEE layout of T: the integer of its width, mantissa bits, exponent bias. x is clamped to
+// [lo, hi]: e^hi overflows (the largest finite e^x is at 88.7228 for float, 709.7827 for double)
+// and e^lo is under half the smallest subnormal, so the clamped ends round to inf and 0 by
+// themselves, without a select per edge.
 template <class T> struct ExpTraits;
 template <> struct ExpTraits<float> {
   using Int = std::int32_t;
   static constexpr int mantissa = 23, bias = 127;
-  static constexpr float hi = 88.72283172607421875f, lo = -104.f;  // ln(2^-150) = -103.97
+  static constexpr float hi = 89.f, lo = -104.f;  // ln(2^-150) = -103.97
 };
 template <> struct ExpTraits<double> {
   using Int = std::int64_t;
   static constexpr int mantissa = 52, bias = 1023;
-  static constexpr double hi = 709.78271289338397, lo = -746.0;  // ln(2^-1075) = -745.13
+  static constexpr double hi = 710.0, lo = -746.0;  // ln(2^-1075) = -745.13
 };
 
-// er * 2^k for the clamped k, then the edges: inf above hi, 0 below lo, NaN unchanged. 2^k is
-// built as two powers of two, each a normal number over the whole range of k (|k| <= 1076), so
-// er * s1 is exact and the one rounding is the last product's: subnormal results come out right
-// without a branch.
+// er * 2^k, NaN unchanged. 2^k is built as two powers of two, each a normal number over the
+// whole range of k (|k| <= 1076), so er * s1 is exact and the one rounding is the last
+// product's: subnormal results, 0 and inf come out right without a branch.
 template <class T>
 KOKKOS_INLINE_FUNCTION T exp_finish(T x, T er, T k) {
   using E = ExpTraits<T>;
@@ -41,8 +42,7 @@ KOKKOS_INLINE_FUNCTION T exp_finish(T x, T er, T k) {
   std::memcpy(&s1, &b1, sizeof s1);
   std::memcpy(&s2, &b2, sizeof s2);
   const T v = er * s1 * s2;
-  const T y = x > E::hi ? T(HUGE_VAL) : (x < E::lo ? T(0) : v);
-  return x == x ? y : x;
+  return x == x ? v : x;
 }
 
 // No early returns: the edges are selected at the end, so the loop body stays branch-free. The clamp
