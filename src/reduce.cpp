@@ -82,15 +82,16 @@ struct KindReducer {
 
 /// \brief Host: each of a few parts per thread folds its range into `Lanes` independent partial
 /// results (four SIMD registers of them, so neither the add latency nor a serial chain limits
-/// the loop). With one part (`finished`) it writes the finished result itself: a small reduction
-/// is one kernel on the calling thread.
+/// the loop). With finish_count >= 0 each part writes its finished result, as a reduction over
+/// that many elements: a small reduction is one kernel on the calling thread, and a part can be a
+/// row of an axis reduction.
 template <class T, class Kind>
 struct HostPartsKernel {
   static constexpr int Lanes = 128 / sizeof(T);
   const T* x;
   T* partials;
   std::int64_t n, per_part;
-  bool finished;
+  std::int64_t finish_count;  // -1: the parts stay partial results, folded by FoldPartsKernel
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t part) const {
     const std::int64_t begin = part * per_part < n ? part * per_part : n;
     const std::int64_t end = begin + per_part < n ? begin + per_part : n;
@@ -103,7 +104,7 @@ struct HostPartsKernel {
     }
     for (; i < end; ++i) lane[0] = Kind::combine(lane[0], Kind::prepare(x[i]));
     for (int l = 1; l < Lanes; ++l) lane[0] = Kind::combine(lane[0], lane[l]);
-    partials[part] = finished ? Kind::finish(lane[0], n) : lane[0];
+    partials[part] = finish_count >= 0 ? Kind::finish(lane[0], finish_count) : lane[0];
   }
 };
 
@@ -139,9 +140,9 @@ void reduce_all_kernel(const Backend& be, const char* label, const T* x, T* resu
     const std::int64_t parts = n < host_serial_grain ? 1 : 4 * static_cast<std::int64_t>(compat::host_concurrency());
     constexpr int Lanes = HostPartsKernel<T, Kind>::Lanes;
     const std::int64_t per_part = ((n + parts - 1) / parts + Lanes - 1) / Lanes * Lanes;
-    if (parts == 1) return for_each_index(label, be, 1, HostPartsKernel<T, Kind>{x, result, n, per_part, true}, n);
+    if (parts == 1) return for_each_index(label, be, 1, HostPartsKernel<T, Kind>{x, result, n, per_part, n}, n);
     std::vector<T> partial(static_cast<std::size_t>(parts));
-    for_each_index(label, be, parts, HostPartsKernel<T, Kind>{x, partial.data(), n, per_part, false}, n);
+    for_each_index(label, be, parts, HostPartsKernel<T, Kind>{x, partial.data(), n, per_part, -1}, n);
     for_each_index(label, be, 1, FoldPartsKernel<T, Kind>{partial.data(), result, parts, n}, parts);
     be.space.fence();  // `partial` lives on this stack frame (host kernels finish here anyway)
   } else {
@@ -165,6 +166,27 @@ struct AxisKernel {
     T acc = identity<Kind, T>();
     for (std::int64_t k = 0; k < len; ++k) acc = Kind::combine(acc, Kind::prepare(p[k * inner]));
     out[o] = Kind::finish(acc, len);
+  }
+};
+
+// Host, reducing an axis with inner > 1 (columns): each index folds a block of up to `Width`
+// adjacent outputs, sweeping the reduced axis row by row, so the loads are contiguous and
+// vectorise; one output per index would read with stride `inner`.
+template <class T, class Kind>
+struct HostColumnsKernel {
+  static constexpr std::int64_t Width = 64;
+  const T* x;
+  T* out;
+  std::int64_t len, inner, blocks_per_outer;  // blocks of Width outputs per outer index
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t index) const {
+    const std::int64_t o = index / blocks_per_outer, j0 = (index % blocks_per_outer) * Width;
+    const std::int64_t width = inner - j0 < Width ? inner - j0 : Width;
+    const T* p = x + o * len * inner + j0;
+    T acc[Width];
+    for (std::int64_t j = 0; j < Width; ++j) acc[j] = identity<Kind, T>();
+    for (std::int64_t k = 0; k < len; ++k)
+      for (std::int64_t j = 0; j < width; ++j) acc[j] = Kind::combine(acc[j], Kind::prepare(p[k * inner + j]));
+    for (std::int64_t j = 0; j < width; ++j) out[o * inner + j0 + j] = Kind::finish(acc[j], len);
   }
 };
 
@@ -194,6 +216,19 @@ void reduce_axis_kernel(const Backend& be, const char* label, const T* x, T* out
     if (inner == 1 && outer <= INT32_MAX) {
       using Kernel = RowKernel<T, Kind, typename TeamPolicy<Backend>::member_type, typename Backend::memory_space>;
       run(label, be, team_policy(be, static_cast<int>(outer)), Kernel{x, out, len});
+      return;
+    }
+  } else {
+    // Host, contiguous rows long enough to fill the lanes: each row folds like a whole-tensor
+    // reduction (independent partial sums), not as one chain of dependent adds (8x slower).
+    if (inner == 1 && len >= HostPartsKernel<T, Kind>::Lanes) {
+      for_each_index(label, be, outer, HostPartsKernel<T, Kind>{x, out, outer * len, len, len}, outer * len);
+      return;
+    }
+    if (inner > 1) {
+      using Kernel = HostColumnsKernel<T, Kind>;
+      const std::int64_t blocks = (inner + Kernel::Width - 1) / Kernel::Width;
+      for_each_index(label, be, outer * blocks, Kernel{x, out, len, inner, blocks}, outer * inner * len);
       return;
     }
   }

@@ -134,6 +134,23 @@ TEST_CASE("max is -inf over -inf and NaN wherever a NaN is, on every device and 
   CHECK(by_column[0] == 1.f);
   CHECK(std::isnan(by_column[1]));
   CHECK(by_column[2] == 3.f);
+  // Rows and columns long enough for the host's lanes and column blocks.
+  const auto wide = full({3, 100}, -inf, d);
+  std::vector<float> values(300, 1.f);
+  values[77] = nan;          // row 0, column 77
+  values[200 + 99] = -inf;   // row 2 is all 1 but its last element
+  const auto grid = tensor(values, d).reshape({3, 100});
+  const auto grid_rows = max(grid, 1).to_vector<float>();
+  CHECK(std::isnan(grid_rows[0]));
+  CHECK(grid_rows[1] == 1.f);
+  CHECK(grid_rows[2] == 1.f);
+  CHECK(max(wide, 1).to_vector<float>() == std::vector<float>(3, -inf));
+  const auto grid_columns = max(grid, 0).to_vector<float>();
+  CHECK(std::isnan(grid_columns[77]));
+  CHECK(grid_columns[76] == 1.f);
+  CHECK(grid_columns[99] == 1.f);
+  CHECK(std::isnan(sum(grid, 0).to_vector<float>()[77]));
+  CHECK(std::isnan(sum(grid, 1).to_vector<float>()[0]));
 }
 
 TEST_CASE("a pinned buffer is not rewritten while a copy to a GPU may still read it", "[gpu-path][multidevice]") {

@@ -202,36 +202,41 @@ TEMPLATE_TEST_CASE("whole-tensor reductions return 0-d tensors on the device", "
 
 TEMPLATE_TEST_CASE("reductions along an axis remove that axis", "[ops][reduce]", float, double) {
   const Device d = test::device();
-  const Shape shape{3, 5, 4};
-  auto x = uniform(shape, -1.0, 1.0, d, 3, dtype_of<TestType>());
-  const auto hx = host_doubles<TestType>(x);
-  for (int axis : {0, 1, 2, -1}) {
-    CAPTURE(axis);
-    const int a = axis < 0 ? axis + 3 : axis;
-    Shape out_shape = shape;
-    out_shape.erase(out_shape.begin() + a);
-    std::vector<double> s, m, mx, nr;
-    // Reference: iterate output coordinates in row-major order.
-    std::int64_t outer = 1, inner = 1;
-    for (int k = 0; k < a; ++k) outer *= shape[k];
-    for (int k = a + 1; k < 3; ++k) inner *= shape[k];
-    for (std::int64_t o = 0; o < outer; ++o)
-      for (std::int64_t i = 0; i < inner; ++i) {
-        double acc = 0, sq = 0, best = -HUGE_VAL;
-        for (std::int64_t k = 0; k < shape[a]; ++k) {
-          const double v = hx[(o * shape[a] + k) * inner + i];
-          acc += v, sq += v * v, best = std::max(best, v);
+  // Short axes; then rows long enough for the host's vector lanes (67), and column blocks with a
+  // partial last block (inner 67 = 64 + 3, and 70 x 67).
+  for (const Shape& shape : {Shape{3, 5, 4}, Shape{3, 70, 67}}) {
+    CAPTURE(shape_str(shape));
+    auto x = uniform(shape, -1.0, 1.0, d, 3, dtype_of<TestType>());
+    const auto hx = host_doubles<TestType>(x);
+    for (int axis : {0, 1, 2, -1}) {
+      CAPTURE(axis);
+      const int a = axis < 0 ? axis + 3 : axis;
+      Shape out_shape = shape;
+      out_shape.erase(out_shape.begin() + a);
+      std::vector<double> s, m, mx, nr;
+      // Reference: iterate output coordinates in row-major order.
+      std::int64_t outer = 1, inner = 1;
+      for (int k = 0; k < a; ++k) outer *= shape[k];
+      for (int k = a + 1; k < 3; ++k) inner *= shape[k];
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < inner; ++i) {
+          double acc = 0, sq = 0, best = -HUGE_VAL;
+          for (std::int64_t k = 0; k < shape[a]; ++k) {
+            const double v = hx[(o * shape[a] + k) * inner + i];
+            acc += v, sq += v * v, best = std::max(best, v);
+          }
+          s.push_back(acc), m.push_back(acc / shape[a]), mx.push_back(best), nr.push_back(std::sqrt(sq));
         }
-        s.push_back(acc), m.push_back(acc / shape[a]), mx.push_back(best), nr.push_back(std::sqrt(sq));
-      }
-    auto r = sum(x, axis);
-    CHECK(r.shape() == out_shape);
-    CHECK(r.device() == d);
-    require_allclose<TestType>(r, s);
-    require_allclose<TestType>(mean(x, axis), m);
-    require_allclose<TestType>(max(x, axis), mx);
-    require_allclose<TestType>(norm(x, axis), nr);
+      auto r = sum(x, axis);
+      CHECK(r.shape() == out_shape);
+      CHECK(r.device() == d);
+      require_allclose<TestType>(r, s);
+      require_allclose<TestType>(mean(x, axis), m);
+      require_allclose<TestType>(max(x, axis), mx);
+      require_allclose<TestType>(norm(x, axis), nr);
+    }
   }
+  auto x = zeros({3, 5, 4}, d, dtype_of<TestType>());
   CHECK_THROWS_AS(sum(x, 3), ShapeError);
   CHECK_THROWS_AS(sum(x, -4), ShapeError);
   CHECK_THROWS_AS(max(zeros({2, 0}, d), 1), ShapeError);
