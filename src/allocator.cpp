@@ -1,7 +1,8 @@
 // Device allocations through a cache of freed blocks, per device and size. A fresh allocation costs
 // page faults on the host (the kernel zeroes every page on first touch) and a synchronising
-// cudaMalloc on a GPU; reusing a block costs neither. Reuse is safe because all work on a device
-// runs in order on that device's one execution-space instance. The cache is emptied on demand
+// cudaMalloc on a GPU; reusing a block costs neither. Reuse is safe because work on a device is
+// ordered: a GPU's runs in order on its one execution-space instance, and a host launch (OpenMP or
+// Serial, cpu() and emulated GPUs) has finished when it returns. The cache is emptied on demand
 // (kten::empty_cache), before an allocation that would otherwise fail, and when Kokkos finalises.
 #include <atomic>
 #include <cstdio>
@@ -57,8 +58,9 @@ struct Block {
 };
 
 // A spin lock for the cache's short critical sections (a map lookup, a vector push or pop): an
-// uncontended std::mutex costs two atomic read-modify-writes, a release store here costs none,
-// and the pair per tensor was a tenth of a small operation's time.
+// uncontended std::mutex costs an atomic read-modify-write to lock and another to unlock, where
+// this unlocks with a plain release store; the mutex pair per tensor was a tenth of a small
+// operation's time.
 class SpinLock {
  public:
   void lock() {
@@ -189,7 +191,10 @@ std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const
 
 void return_to_cache(Storage& storage) {
   const BlockCache::Key key{static_cast<int>(storage.device.kind()), storage.device.index(), storage.cache_block};
-  cache().give(key, Block{storage.data, std::move(storage.owner)});
+  try {
+    cache().give(key, Block{storage.data, std::move(storage.owner)});
+  } catch (...) {  // no room to remember the block (bad_alloc): its View frees it instead
+  }
 }
 
 std::shared_ptr<Storage> allocate_pinned(std::size_t bytes) {

@@ -47,7 +47,7 @@ struct GemmArgs {
 
 // --- host --------------------------------------------------------------------------------------
 
-/// \brief What a multiply-add weighs against the serial grain of with_execution_space, which
+/// \brief What a multiply-add weighs against the serial grain of with_grain, which
 /// counts elements of a bandwidth-bound operation: a product runs on the calling thread below
 /// 8 x 8192 = 65536 multiply-adds (about 40^3); two threads win from about 48^3 on (measured;
 /// docs/performance.md).
@@ -459,7 +459,7 @@ struct DirectGemmKernel {
     for (std::int64_t j = 0; j < s.n; ++j) {
       const T* b = args.B + j * s.b_col;
       T acc = T(0);
-      for (std::int64_t p = 0; p < s.k; ++p) acc = compat::fma(a[p * s.a_col], b[p * s.b_row], acc);
+      for (std::int64_t p = 0; p < s.k; ++p) acc = host_fma(a[p * s.a_col], b[p * s.b_row], acc);
       if (args.bias) acc += args.bias[j];
       if (args.accumulate) acc += c[j];
       c[j] = acc;

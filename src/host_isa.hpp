@@ -32,7 +32,8 @@ struct HostIsa {
 /// block: a packed kc x nc slice of B stays in L2 while every row of the tile streams past it, and
 /// a rows x kc strip of A stays in L1 across the slice's micro-tiles.
 ///  - AVX-512 (32 registers, 1-2 MiB L2): float 10 x 32 (2 x 10 zmm accumulators; BLIS' 32 x 12
-///    spills in GCC), double 14 x 16 (BLIS' 16 x 14 transposed); BLIS' kc and column block.
+///    spills in GCC), double 6 x 24 (6 x 3 zmm accumulators; BLIS' 16 x 14 spills too); k-slices
+///    of 384 and column blocks sized for a 2 MiB L2.
 ///  - AVX2 (16 registers, 256 KiB L2 on Haswell): 6 x 16 floats, 6 x 8 doubles (BLIS' Haswell).
 ///  - generic 128-bit: 6 rows of two vectors, the AVX2 shape at half width.
 template <class T>

@@ -225,10 +225,13 @@ void reduce_axis_kernel(const Backend& be, const char* label, const T* x, T* out
       for_each_index(label, be, outer, HostPartsKernel<T, Kind>{x, out, outer * len, len, len}, outer * len);
       return;
     }
-    if (inner > 1) {
-      using Kernel = HostColumnsKernel<T, Kind>;
-      const std::int64_t blocks = (inner + Kernel::Width - 1) / Kernel::Width;
-      for_each_index(label, be, outer * blocks, Kernel{x, out, len, inner, blocks}, outer * inner * len);
+    // Column blocks when there are enough of them for every thread; otherwise (a bias gradient,
+    // sum(x, 0) of a narrow x) one output per index keeps the threads busy.
+    using Columns = HostColumnsKernel<T, Kind>;
+    const std::int64_t blocks = (inner + Columns::Width - 1) / Columns::Width;
+    const std::int64_t threads = outer * inner * len < host_serial_grain ? 1 : compat::host_concurrency();
+    if (inner > 1 && outer * blocks >= threads) {
+      for_each_index(label, be, outer * blocks, Columns{x, out, len, inner, blocks}, outer * inner * len);
       return;
     }
   }

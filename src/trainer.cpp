@@ -92,8 +92,11 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
       Tensor value;
     } train_rows, val_rows;
     auto add = [&](Tensor& sum, const Tensor& batch_loss, std::int64_t rows, Rows& weight) {
+      if (batch_loss.numel() != 1)
+        throw ShapeError("kten: Trainer: the loss must be one number (a 0-d tensor), got shape " +
+                         shape_str(batch_loss.shape()));
       if (weight.count != rows) weight = {rows, full({}, static_cast<double>(rows), device_)};
-      sum = fma(batch_loss.astype(float32), weight.value, sum);
+      sum = fma(batch_loss.astype(float32).reshape({}), weight.value, sum);
     };
     std::int64_t trained = 0;  // examples this rank trained on; every rank trains as many
     for (const auto& host_batch : data.shard_batches(true, batch_size, static_cast<std::uint64_t>(epoch), train_shard)) {

@@ -45,7 +45,7 @@ KOKKOS_INLINE_FUNCTION T exp_finish(T x, T er, T k) {
   return x == x ? v : x;
 }
 
-// No early returns: the edges are selected at the end, so the loop body stays branch-free. The clamp
+// No early returns, so the loop body stays branch-free; only NaN is selected at the end. The clamp
 // sends NaN to lo, so converting k to an integer and shifting it are defined for every input.
 KOKKOS_INLINE_FUNCTION float exp_approx(float x) {
   constexpr float hi = ExpTraits<float>::hi, lo = ExpTraits<float>::lo;

@@ -302,6 +302,37 @@ TEST_CASE("the Trainer recovers d2l's w and b on its device, reading losses once
   CHECK(std::fabs(b - 4.2) < 0.05);
 }
 
+namespace {
+// MSE whose value is reshaped to `shape` (one element: {1}; or repeated: {2}).
+struct ShapedMSELoss : nn::MSELoss {
+  Shape shape;
+  explicit ShapedMSELoss(Shape s) : shape(std::move(s)) {}
+  Tensor operator()(const Tensor& prediction, const Tensor& target) const override {
+    const Tensor loss = nn::MSELoss::operator()(prediction, target).reshape({1});
+    return shape == Shape{1} ? loss : loss * ones(shape, loss.device());
+  }
+};
+}  // namespace
+
+TEST_CASE("the Trainer takes a one-element loss of any rank and refuses a longer one", "[nn][trainer]") {
+  data::SyntheticRegression data({2.f, -3.4f}, 4.2f, 0.01f, 64, 64, 0);
+  Trainer trainer(1, test::device().is_gpu() ? 1 : 0);
+  trainer.set_progress_stream(nullptr);
+  optim::SGD sgd(0.03f);
+  nn::Sequential a, b;
+  a.add(nn::Linear(1));
+  b.add(nn::Linear(1));
+  const auto reports = trainer.fit(a, ShapedMSELoss({1}), sgd, data, 32);
+  REQUIRE(reports.size() == 1);
+  CHECK(std::isfinite(reports[0].train_loss));
+  try {
+    trainer.fit(b, ShapedMSELoss({2}), sgd, data, 32);
+    FAIL("a loss of shape 2 was accepted");
+  } catch (const ShapeError& e) {
+    CHECK(std::string(e.what()).find("Trainer: the loss must be one number") != std::string::npos);
+  }
+}
+
 TEST_CASE("save then load restores parameters, into a lazy model too", "[nn][io]") {
   const Device d = test::device();
   const std::string path = temp_path("roundtrip.kten");

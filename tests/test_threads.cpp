@@ -150,6 +150,36 @@ TEST_CASE("matmuls on several threads at once each get their own right answer", 
   });
 }
 
+TEST_CASE("small operations from several threads at once, each on its calling thread, are each right",
+          "[threads]") {
+  const Device d = test::device();
+  constexpr int threads = 4, rounds = 20;
+  // Below the serial grain: a product for the direct kernel (60 multiply-adds) and one for the
+  // tiled kernel on Kokkos::Serial (8x8x8), whole and axis reductions, the MSE loss.
+  const Product direct = product(d, 3, 4, 5, 21), tiled = product(d, 8, 8, 8, 22);
+  const Tensor x = uniform({20, 3}, -1.0, 1.0, d, 23), y = uniform({20, 3}, -1.0, 1.0, d, 24);
+  // References from this thread; on an emulated GPU a worker reduces in another order (Serial).
+  auto doubles = [](const Tensor& t) { return test::host_doubles<float>(t); };
+  const auto want_sum = doubles(sum(x)), want_loss = doubles(nn::MSELoss()(x, y));
+  const auto want_columns = doubles(sum(x, 0)), want_rows = doubles(max(x, 1));
+  std::vector<std::vector<Tensor>> results(threads);
+  const auto thrown = run_on_threads(threads, [&](int i) {
+    for (int r = 0; r < rounds; ++r)
+      results[i] = {matmul(direct.A, direct.B), matmul(tiled.A, tiled.B), sum(x), nn::MSELoss()(x, y),
+                    sum(x, 0), max(x, 1)};
+  });
+  require_each_worker(d, thrown, [&](std::size_t i) {
+    const auto& got = results[i];
+    REQUIRE(got.size() == 6);
+    require_product(got[0], direct);
+    require_product(got[1], tiled);
+    test::require_allclose<float>(got[2], want_sum, 1e-5, 1e-6);
+    test::require_allclose<float>(got[3], want_loss, 1e-5, 1e-6);
+    test::require_allclose<float>(got[4], want_columns, 1e-5, 1e-6);
+    test::require_allclose<float>(got[5], want_rows, 0, 0);
+  });
+}
+
 TEST_CASE("Trainer::fit on worker threads, one or several at once, trains as on this thread",
           "[threads][trainer]") {
   const Device d = test::device();

@@ -35,7 +35,7 @@ std::string cpu_model();
 /// "AVX2+FMA" or "generic 128-bit" (set by the architecture the build targets, not the machine).
 std::string cpu_vector_isa();
 /// \brief The host matrix-product micro-kernel and blocking, e.g.
-/// "float32 10x32, float64 6x24 register tiles; k-slices 384, column blocks 480 / 240".
+/// "float32 10x32, float64 6x24 register tiles; k-slices 384 / 384, column blocks 480 / 240".
 std::string gemm_micro_kernel();
 /// \brief Elements below which a cpu() operation runs on the calling thread, without waking the
 /// other host threads.
