@@ -96,7 +96,8 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
         throw ShapeError("kten: Trainer: the loss must be one number (a 0-d tensor), got shape " +
                          shape_str(batch_loss.shape()));
       if (weight.count != rows) weight = {rows, full({}, static_cast<double>(rows), device_)};
-      sum = fma(batch_loss.astype(float32).reshape({}), weight.value, sum);
+      const Tensor value = batch_loss.astype(float32);
+      sum = fma(value.ndim() == 0 ? value : value.reshape({}), weight.value, sum);
     };
     std::int64_t trained = 0;  // examples this rank trained on; every rank trains as many
     for (const auto& host_batch : data.shard_batches(true, batch_size, static_cast<std::uint64_t>(epoch), train_shard)) {
