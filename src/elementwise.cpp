@@ -39,12 +39,12 @@ struct FmaKernel {
 Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   Broadcast bc;
   bc.same_shape = (a == b);
-  const int rank = static_cast<int>(std::max(a.size(), b.size()));
-  bc.shape.assign(rank, 1);
   if (bc.same_shape) {
     bc.shape = a;
     return bc;
   }
+  const int rank = static_cast<int>(std::max(a.size(), b.size()));
+  bc.shape.assign(rank, 1);
   if (rank > kMaxRank)
     throw ShapeError("kten: " + op_name(op) + ": broadcasting supports up to " + std::to_string(kMaxRank) +
                      " dimensions, got " + shape_str(a) + " and " + shape_str(b));

@@ -124,8 +124,8 @@ struct BroadcastZipKernel {
 template <class Op>
 Tensor zip(const char* label, const Tensor& a, const Tensor& b, Op op) {
   check_compatible(label, a, b);
-  const Broadcast bc = broadcast_shapes(label, a.shape(), b.shape());
-  Tensor out = empty(bc.shape, a.device(), a.dtype());
+  Broadcast bc = broadcast_shapes(label, a.shape(), b.shape());
+  Tensor out = empty(std::move(bc.shape), a.device(), a.dtype());  // bc.shape is not read again
   launch(label, [&](const auto& be, auto* x, auto* y, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
     if (bc.same_shape) for_each_index(label, be, out.numel(), ZipKernel<T, Op>{x, y, o, op});

@@ -25,10 +25,10 @@ struct ArangeKernel {
 
 }  // namespace detail
 
-Tensor empty(const Shape& shape, const Device& device, DType dtype) {
+Tensor empty(Shape shape, const Device& device, DType dtype) {
   require_available(device);
   const auto bytes = detail::checked_nbytes(detail::checked_numel(shape, "empty()"), dtype, device, "empty()");
-  return Tensor(detail::allocate(device, bytes, "tensor"), shape, dtype);
+  return Tensor(detail::allocate(device, bytes, "tensor"), std::move(shape), dtype);
 }
 
 namespace {

@@ -157,7 +157,7 @@ class Tensor {
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 /// \brief An uninitialised tensor on `device`.
-Tensor empty(const Shape& shape, const Device& device = cpu(), DType dtype = DType::float32);
+Tensor empty(Shape shape, const Device& device = cpu(), DType dtype = DType::float32);
 /// \brief A tensor of zeros on `device`.
 Tensor zeros(const Shape& shape, const Device& device = cpu(), DType dtype = DType::float32);
 /// \brief A tensor of ones on `device`.
