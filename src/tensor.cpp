@@ -92,14 +92,15 @@ std::string shape_str(const Shape& shape) {
 }
 
 Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype)
-    : storage_(std::move(storage)), shape_(std::move(shape)), dtype_(dtype) {}
+    : storage_(std::move(storage)), shape_(std::move(shape)), dtype_(dtype),
+      numel_(storage_ ? detail::checked_numel(shape_, "Tensor") : 0) {}
 
 Device Tensor::device() const {
   detail::check_defined(*this, "device()");
   return storage_->device;
 }
 
-std::int64_t Tensor::numel() const { return defined() ? detail::checked_numel(shape_, "numel()") : 0; }
+std::int64_t Tensor::numel() const { return numel_; }
 
 std::size_t Tensor::nbytes() const {
   return defined() ? detail::checked_nbytes(numel(), dtype_, storage_->device, "nbytes()") : 0;

@@ -150,6 +150,7 @@ class Tensor {
   std::shared_ptr<detail::Storage> storage_;
   Shape shape_;
   DType dtype_ = DType::float32;
+  std::int64_t numel_ = 0;  // the product of shape_, checked once: numel() is on every kernel's path
 };
 
 /// \brief Prints the values (NumPy-style elision when large), then a trailer such as
