@@ -360,6 +360,20 @@ void land(char* buffer, const Tensor& t) {
   if (buffer != kten::detail::data_ptr<char>(t)) kten::detail::copy_bytes(host_bytes(buffer, t.nbytes()), bytes_of(t), t.nbytes());
 }
 
+// Where a collective from `in` into `out` sends and receives: the tensors' own memory, or one
+// staging buffer for both (`in` copied into its first part); fenced, so that MPI may read them.
+struct SendReceive {
+  char* send;
+  char* receive;
+};
+SendReceive send_receive(CommState& s, const Tensor& in, const Tensor& out, const char* op) {
+  kten::detail::note_host_sync(in.device(), op, /*implicit=*/false);
+  char* staging = staging_for(s, in.device(), in.nbytes() + out.nbytes());
+  const SendReceive buffers{mpi_buffer(in, staging, true), mpi_buffer(out, staging ? staging + in.nbytes() : nullptr, false)};
+  kten::detail::fence(in.device());
+  return buffers;
+}
+
 template <class T>
 struct DivideBy {
   T* x;
@@ -458,11 +472,7 @@ Tensor Communicator::all_gather(const Tensor& t) const {
   detail::agree(*state_, detail::fingerprint(Op::all_gather, &t, problem));
   if (t.numel() == 0) return out;
   detail::or_abort("all_gather", [&] {
-    kten::detail::note_host_sync(t.device(), "dist::all_gather", /*implicit=*/false);
-    char* staging = detail::staging_for(*state_, t.device(), t.nbytes() + out.nbytes());
-    char* send = detail::mpi_buffer(t, staging, true);
-    char* receive = detail::mpi_buffer(out, staging ? staging + t.nbytes() : nullptr, false);
-    kten::detail::fence(t.device());
+    const auto [send, receive] = detail::send_receive(*state_, t, out, "dist::all_gather");
     const auto type = detail::mpi_type(t.dtype());
     const int n = static_cast<int>(t.numel());
     detail::check_mpi(MPI_Allgather(send, n, type, receive, n, type, state_->comm), "MPI_Allgather");
@@ -489,11 +499,7 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op) const {
   detail::agree(*state_, f);
   if (t.numel() == 0) return out;
   detail::or_abort("reduce_scatter", [&] {
-    kten::detail::note_host_sync(t.device(), "dist::reduce_scatter", /*implicit=*/false);
-    char* staging = detail::staging_for(*state_, t.device(), t.nbytes() + out.nbytes());
-    char* send = detail::mpi_buffer(t, staging, true);
-    char* receive = detail::mpi_buffer(out, staging ? staging + t.nbytes() : nullptr, false);
-    kten::detail::fence(t.device());
+    const auto [send, receive] = detail::send_receive(*state_, t, out, "dist::reduce_scatter");
     detail::check_mpi(MPI_Reduce_scatter_block(send, receive, static_cast<int>(out.numel()), detail::mpi_type(t.dtype()),
                                                detail::mpi_op(op), state_->comm),
                       "MPI_Reduce_scatter_block");
