@@ -302,6 +302,47 @@ TEST_CASE("the Trainer recovers d2l's w and b on its device, reading losses once
   CHECK(std::fabs(b - 4.2) < 0.05);
 }
 
+TEST_CASE("MSELoss is the mean squared difference, NaN included, on the device", "[nn]") {
+  const Device d = test::device();
+  for (std::int64_t n : {1, 7, 1000, 20000}) {  // one kernel below the serial grain, parts above
+    CAPTURE(n);
+    const Tensor p = uniform({n, 1}, -2.0, 2.0, d, 5), t = uniform({n, 1}, -2.0, 2.0, d, 6);
+    const auto hp = test::host_doubles<float>(p), ht = test::host_doubles<float>(t);
+    double want = 0;
+    for (std::int64_t i = 0; i < n; ++i) want += (hp[i] - ht[i]) * (hp[i] - ht[i]);
+    const Tensor loss = nn::MSELoss()(p, t);
+    CHECK(loss.ndim() == 0);
+    CHECK(loss.device() == d);
+    test::require_allclose<float>(loss, {want / n}, 1e-5, 1e-7);
+  }
+  std::vector<float> with_nan(100, 1.f);
+  with_nan[42] = std::numeric_limits<float>::quiet_NaN();
+  CHECK(std::isnan(nn::MSELoss()(tensor(with_nan, d), zeros({100}, d)).item<float>()));
+}
+
+TEST_CASE("the Trainer reports the mean loss over every example, a short last batch included", "[nn][trainer]") {
+  // 100 training and 70 validation examples in batches of 32: last batches of 4 and 6. With a zero
+  // learning rate the model stays as initialised, so each report is the loss of the whole set.
+  data::SyntheticRegression data({2.f, -3.4f}, 4.2f, 0.01f, 100, 70, 0);
+  nn::Sequential model;
+  model.add(nn::Linear(1));
+  optim::SGD frozen(0.f);
+  Trainer trainer(2, test::device().is_gpu() ? 1 : 0);
+  trainer.set_progress_stream(nullptr);
+  const auto reports = trainer.fit(model, nn::MSELoss(), frozen, data, 32);
+  REQUIRE(reports.size() == 2);
+  auto whole = [&](bool train) {
+    const data::Batch all = data.batches(train, 1000, 0)[0];
+    return nn::MSELoss()(model(all.X.to(trainer.device())), all.y.to(trainer.device())).item<float>();
+  };
+  const double train = whole(true), val = whole(false);
+  for (const auto& r : reports) {
+    CAPTURE(r.epoch, r.train_loss, train, r.val_loss, val);
+    CHECK(std::fabs(r.train_loss - train) <= 1e-5 * train);
+    CHECK(std::fabs(r.val_loss - val) <= 1e-5 * val);
+  }
+}
+
 namespace {
 // MSE whose value is reshaped to `shape` (one element: {1}; or repeated: {2}).
 struct ShapedMSELoss : nn::MSELoss {
