@@ -7,15 +7,6 @@ set(KTEN_BUNDLED_KOKKOS_DIR ${PROJECT_SOURCE_DIR}/third_party/kokkos CACHE PATH 
 if(DEFINED Kokkos_ROOT OR DEFINED ENV{Kokkos_ROOT} OR DEFINED Kokkos_DIR OR CMAKE_PREFIX_PATH OR DEFINED ENV{CMAKE_PREFIX_PATH})
   find_package(Kokkos 3.4 REQUIRED)
   set(KTEN_KOKKOS_BUNDLED OFF)
-  # A CUDA Kokkos 3.x must have been built with lambda support (4.x always has it): the perf suite
-  # and the examples launch KOKKOS_LAMBDA kernels.
-  if(Kokkos_ENABLE_CUDA AND Kokkos_VERSION VERSION_LESS 4.0)
-    kokkos_check(OPTIONS CUDA_LAMBDA RETURN_VALUE kten_kokkos_has_lambda)
-    if(NOT kten_kokkos_has_lambda)
-      message(FATAL_ERROR "kten: the Kokkos at ${Kokkos_DIR} enables CUDA without lambda support. "
-                          "Rebuild it with -DKokkos_ENABLE_CUDA_LAMBDA=ON, or use kten's bundled Kokkos.")
-    endif()
-  endif()
   message(STATUS "kten: using Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}")
 else()
   if(NOT EXISTS ${KTEN_BUNDLED_KOKKOS_DIR}/CMakeLists.txt)

@@ -5,11 +5,8 @@ function(kten_warnings target)
   if(KTEN_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
-  # nvcc (through Kokkos' nvcc_wrapper): a host-only function called from host-device code is an
-  # error, not a warning that a compile-only build would let pass (cudafe diagnostics 20011-20014).
-  if(Kokkos_ENABLE_CUDA AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
-    foreach(diagnostic 20011 20012 20013 20014)
-      target_compile_options(${target} PRIVATE "SHELL:-Xcudafe --diag_error=${diagnostic}")
-    endforeach()
+  # The GPU compiler's own checks made errors (cmake/KtenGpuBackend.cmake).
+  if(KTEN_GPU_WARNING_OPTIONS)
+    target_compile_options(${target} PRIVATE ${KTEN_GPU_WARNING_OPTIONS})
   endif()
 endfunction()

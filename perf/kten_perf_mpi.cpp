@@ -176,8 +176,8 @@ int main(int argc, char* argv[]) {
     std::ofstream js(std::filesystem::path(c.out) / "summary.json");
     js << "{\n  \"machine\": {\"cpu\":\"" << kten::cpu_model() << "\",\"ranks\":" << ranks
        << ",\"host_threads_per_rank\":" << kten::host_threads() << ",\"device\":\"" << c.device << "\",\"mpi\":\""
-       << kten::dist::library_version().substr(0, kten::dist::library_version().find(',')) << "\",\"cuda_aware\":"
-       << (kten::dist::cuda_aware() ? "true" : "false") << ",\"kokkos\":\"" << kten::kokkos_version() << "\",\"kten\":\""
+       << kten::dist::library_version().substr(0, kten::dist::library_version().find(',')) << "\",\"gpu_aware\":"
+       << (kten::dist::gpu_aware() ? "true" : "false") << ",\"kokkos\":\"" << kten::kokkos_version() << "\",\"kten\":\""
        << kten::version() << "\",\"git\":\"" << KTEN_GIT_HASH << "\",\"quick\":" << (c.quick ? "true" : "false")
        << "},\n  \"ratios\": {\n    \"allreduce_vs_mpi\": " << ratio << ",\n    \"training_speedup_" << ranks
        << "_ranks\": " << parallel / alone << ",\n    \"data_parallel_efficiency\": " << efficiency

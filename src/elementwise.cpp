@@ -71,46 +71,46 @@ Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
 }
 
 void fill(const Tensor& t, double value) {
-  launch("kten::fill", [&](const auto& be, auto* out) {
+  launch_each_index("kten::fill", t.numel(), [&](auto* out) {
     using T = std::remove_pointer_t<decltype(out)>;
-    for_each_index("kten::fill", be, t.numel(), FillKernel<T>{out, static_cast<T>(value)});
+    return FillKernel<T>{out, static_cast<T>(value)};
   }, t);
 }
 
 template <template <class> class Op>
 Tensor scalar_map(const char* label, const Tensor& a, double s) {
-  return map(label, a, [s](auto zero) { return Op<decltype(zero)>{static_cast<decltype(zero)>(s)}; });
+  return elementwise_unary(label, a, [s](auto zero) { return Op<decltype(zero)>{static_cast<decltype(zero)>(s)}; });
 }
 
 }  // namespace detail
 
 using namespace detail;
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return zip("kten::add", a, b, Add{}); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return zip("kten::sub", a, b, Sub{}); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return zip("kten::mul", a, b, Mul{}); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return zip("kten::div", a, b, Div{}); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return elementwise_binary("kten::add", a, b, Add{}); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return elementwise_binary("kten::sub", a, b, Sub{}); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return elementwise_binary("kten::mul", a, b, Mul{}); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return elementwise_binary("kten::div", a, b, Div{}); }
 
 Tensor operator+(const Tensor& a, double s) { return scalar_map<AddScalar>("kten::add_scalar", a, s); }
-Tensor operator+(double s, const Tensor& a) { return scalar_map<AddScalar>("kten::add_scalar", a, s); }
+Tensor operator+(double s, const Tensor& a) { return a + s; }
 Tensor operator-(const Tensor& a, double s) { return scalar_map<AddScalar>("kten::sub_scalar", a, -s); }
 Tensor operator-(double s, const Tensor& a) { return scalar_map<ScalarSub>("kten::rsub_scalar", a, s); }
 Tensor operator*(const Tensor& a, double s) { return scalar_map<MulScalar>("kten::mul_scalar", a, s); }
-Tensor operator*(double s, const Tensor& a) { return scalar_map<MulScalar>("kten::mul_scalar", a, s); }
+Tensor operator*(double s, const Tensor& a) { return a * s; }
 Tensor operator/(const Tensor& a, double s) { return scalar_map<DivScalar>("kten::div_scalar", a, s); }
 Tensor operator/(double s, const Tensor& a) { return scalar_map<ScalarDiv>("kten::rdiv_scalar", a, s); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
 Tensor fma(const Tensor& a, const Tensor& b, const Tensor& c) {
-  check_compatible("kten::fma", a, b);
-  check_compatible("kten::fma", a, c);
+  constexpr const char* label = "kten::fma";
+  check_compatible(label, a, b);
+  check_compatible(label, a, c);
   if (a.shape() != b.shape() || a.shape() != c.shape())
     throw ShapeError("kten: fma: shapes " + shape_str(a.shape()) + ", " + shape_str(b.shape()) + " and " +
                      shape_str(c.shape()) + " differ; fma needs equal shapes (use a * b + c to broadcast)");
   Tensor out = empty(a.shape(), a.device(), a.dtype());
-  launch("kten::fma", [&](const auto& be, auto* x, auto* y, auto* z, auto* o) {
-    using T = std::remove_pointer_t<decltype(o)>;
-    for_each_index("kten::fma", be, a.numel(), FmaKernel<T>{x, y, z, o});
+  launch_each_index(label, a.numel(), [](auto* x, auto* y, auto* z, auto* o) {
+    return FmaKernel<std::remove_pointer_t<decltype(o)>>{x, y, z, o};
   }, a, b, c, out);
   return out;
 }
@@ -128,16 +128,12 @@ Tensor Tensor::astype(DType dtype) const {
   check_defined(*this, "astype()");
   if (dtype == dtype_) return *this;
   Tensor out = empty(shape_, device(), dtype);
-  Region region("kten::astype");
-  with_backend(device(), [&](const auto& be) {
-    with_dtype(dtype_, [&](auto from) {
-      with_dtype(dtype, [&](auto to) {
-        using From = decltype(from);
-        using To = decltype(to);
-        for_each_index("kten::astype", be, numel(), ConvertKernel<From, To>{data_ptr<From>(*this), data_ptr<To>(out)});
-      });
-    });
-  });
+  constexpr const char* label = "kten::astype";
+  launch_conversion(label, [&](const auto& backend, auto* from, auto* to) {
+    using From = std::remove_pointer_t<decltype(from)>;
+    using To = std::remove_pointer_t<decltype(to)>;
+    for_each_index(label, backend, numel(), ConvertKernel<From, To>{from, to});
+  }, *this, out);
   return out;
 }
 

@@ -5,7 +5,7 @@
 
 #include <type_traits>
 
-#include <kten/detail/kokkos_compat.hpp>
+#include "kokkos_compat.hpp"
 #include <kten/tensor.hpp>
 
 #include "dispatch.hpp"
@@ -62,7 +62,7 @@ void fill(const Tensor& t, double value);
 
 /// \brief out[i] = op(x[i]) (out may be x).
 template <class T, class Op>
-struct MapKernel {
+struct UnaryKernel {
   const T* x;
   T* out;
   Op op;
@@ -71,7 +71,7 @@ struct MapKernel {
 
 /// \brief out[i] = op(a[i], b[i]) for operands of one shape.
 template <class T, class Op>
-struct ZipKernel {
+struct BinaryKernel {
   const T* a;
   const T* b;
   T* out;
@@ -82,12 +82,12 @@ struct ZipKernel {
 /// \brief A new tensor op(x) of x's shape, device and dtype; make_op(T{}) gives the functor for
 /// element type T.
 template <class MakeOp>
-Tensor map(const char* label, const Tensor& x, MakeOp make_op) {
+Tensor elementwise_unary(const char* label, const Tensor& x, MakeOp make_op) {
   check_defined(x, label);
   Tensor out = empty(x.shape(), x.device(), x.dtype());
-  launch(label, [&](const auto& be, auto* in, auto* o) {
+  launch(label, [&](const auto& backend, auto* in, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
-    for_each_index(label, be, x.numel(), MapKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{})});
+    for_each_index(label, backend, x.numel(), UnaryKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{})});
   }, x, out);
   return out;
 }
@@ -95,13 +95,13 @@ Tensor map(const char* label, const Tensor& x, MakeOp make_op) {
 /// \brief A new tensor Op{}(x): a unary elementwise operation is a functor and this one call.
 template <class Op>
 Tensor unary(const char* label, const Tensor& x) {
-  return map(label, x, [](auto) { return Op{}; });
+  return elementwise_unary(label, x, [](auto) { return Op{}; });
 }
 
 /// \brief out[i] = op(a[ia], b[ib]): the flat output index is decomposed into coordinates and
 /// re-composed into each input's offset, with stride 0 along broadcast axes.
 template <class T, class Op>
-struct BroadcastZipKernel {
+struct BroadcastBinaryKernel {
   const T* a;
   const T* b;
   T* out;
@@ -122,14 +122,14 @@ struct BroadcastZipKernel {
 /// \brief A new tensor op(a, b) with NumPy broadcasting; both on one device with one dtype.
 /// Bandwidth-bound: equal shapes take the plain indexed path.
 template <class Op>
-Tensor zip(const char* label, const Tensor& a, const Tensor& b, Op op) {
+Tensor elementwise_binary(const char* label, const Tensor& a, const Tensor& b, Op op) {
   check_compatible(label, a, b);
   Broadcast bc = broadcast_shapes(label, a.shape(), b.shape());
   Tensor out = empty(std::move(bc.shape), a.device(), a.dtype());  // bc.shape is not read again
-  launch(label, [&](const auto& be, auto* x, auto* y, auto* o) {
+  launch(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
-    if (bc.same_shape) for_each_index(label, be, out.numel(), ZipKernel<T, Op>{x, y, o, op});
-    else for_each_index(label, be, out.numel(), BroadcastZipKernel<T, Op>{x, y, o, op, bc.index});
+    if (bc.same_shape) for_each_index(label, backend, out.numel(), BinaryKernel<T, Op>{x, y, o, op});
+    else for_each_index(label, backend, out.numel(), BroadcastBinaryKernel<T, Op>{x, y, o, op, bc.index});
   }, a, b, out);
   return out;
 }

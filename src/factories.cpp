@@ -116,9 +116,8 @@ Tensor arange(double start, double stop, double step, const Device& device, DTyp
   const std::int64_t n = arange_length(start, stop, step);
   Tensor out = empty({n}, device, dtype);
   const double stride = n > 1 ? step : 0.0;  // one element is start itself (the step may be infinite)
-  detail::launch("kten::arange", [&](const auto& be, auto* o) {
-    using T = std::remove_pointer_t<decltype(o)>;
-    detail::for_each_index("kten::arange", be, n, detail::ArangeKernel<T>{o, start, stride});
+  detail::launch_each_index("kten::arange", n, [&](auto* o) {
+    return detail::ArangeKernel<std::remove_pointer_t<decltype(o)>>{o, start, stride};
   }, out);
   return out;
 }

@@ -20,12 +20,16 @@
 #include <algorithm>
 #include <cstdint>
 
-#include <kten/detail/kokkos_compat.hpp>
+#include "kokkos_compat.hpp"
 
 #include "dispatch.hpp"
 #include "host_isa.hpp"
 
 namespace kten::detail {
+
+/// \brief The kernels' labels, as profilers show them.
+inline constexpr const char* gemm_label = "kten::gemm";
+inline constexpr const char* gemv_label = "kten::gemv";
 
 /// \brief Extents and strides of C (m x n) = op(A) (m x k) * op(B) (k x n).
 struct GemmShape {
@@ -403,46 +407,41 @@ struct GemvTeamKernel {
 };
 
 template <class Backend, class T>
-void launch_gemv(const Backend& be, const GemvKernel<T>& gemv) {
+void launch_gemv(const Backend& backend, const GemvKernel<T>& gemv) {
   if constexpr (!Backend::is_host) {
-    using Kernel = GemvTeamKernel<T, typename TeamPolicy<Backend>::member_type>;
+    using Kernel = GemvTeamKernel<T, TeamMember<Backend>>;
     const std::int64_t league = (gemv.rows + Kernel::kRows - 1) / Kernel::kRows;
     if (gemv.col == 1 && gemv.k >= 64 && league <= INT32_MAX) {
-      run("kten::gemv", be, team_policy(be, static_cast<int>(league), Kernel::kRows, 32), Kernel{gemv});
+      run(gemv_label, backend, team_policy(backend, static_cast<int>(league), Kernel::kRows, 32), Kernel{gemv});
       return;
     }
   } else {
     if (gemv.col == 1 && gemv.k >= HostGemvKernel<T>::Lanes) {
-      for_each_index("kten::gemv", be, gemv.rows, HostGemvKernel<T>{gemv}, gemv.rows * gemv.k);
+      for_each_index(gemv_label, backend, gemv.rows, HostGemvKernel<T>{gemv}, gemv.rows * gemv.k);
       return;
     }
   }
-  for_each_index("kten::gemv", be, gemv.rows, gemv, gemv.rows * gemv.k);
+  for_each_index(gemv_label, backend, gemv.rows, gemv, gemv.rows * gemv.k);
 }
 
 // --- launch ------------------------------------------------------------------------------------
 
 template <class Tile, class Backend, class T>
-void launch_team_gemm(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate,
+void launch_team_gemm(const Backend& backend, const T* A, const T* B, T* C, const T* bias, bool accumulate,
                       const GemmShape& s) {
   const std::int64_t tiles_n = (s.n + Tile::BN - 1) / Tile::BN, tiles = ((s.m + Tile::BM - 1) / Tile::BM) * tiles_n;
   if (tiles > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than a GPU launch can hold");
-  check_launch_thread<Backend, TeamPolicy<Backend>>(false);  // before Kokkos sizes the team
-  using Policy = TeamPolicy<Backend>;
-  Policy policy(be.space, static_cast<int>(tiles), Tile::threads);
-  run("kten::gemm", be, policy.set_scratch_size(0, Kokkos::PerTeam(Tile::scratch_bytes)),
-      TeamGemmKernel<T, Tile, typename Policy::member_type>{{A, B, C, bias, accumulate, s, tiles_n}});
+  run(gemm_label, backend, fixed_team_policy(backend, static_cast<int>(tiles), Tile::threads, TeamScratch{0, Tile::scratch_bytes}),
+      TeamGemmKernel<T, Tile, TeamMember<Backend>>{{A, B, C, bias, accumulate, s, tiles_n}});
 }
 
 /// \brief The host product on `be` as `plan` cuts it.
 template <class Backend, class T>
-void run_host_gemm(const Backend& be, const HostGemmPlan& plan, const T* A, const T* B, T* C, const T* bias,
+void run_host_gemm(const Backend& backend, const HostGemmPlan& plan, const T* A, const T* B, T* C, const T* bias,
                    bool accumulate, const GemmShape& s) {
   if (plan.tiles() > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than one launch can hold");
-  using Policy = TeamPolicy<Backend>;
-  using Kernel = HostGemmKernel<T, typename Policy::member_type>;
-  Policy policy(be.space, static_cast<int>(plan.tiles()), 1);
-  run("kten::gemm", be, policy.set_scratch_size(1, Kokkos::PerTeam(Kernel::scratch_bytes(plan))),
+  using Kernel = HostGemmKernel<T, TeamMember<Backend>>;
+  run(gemm_label, backend, fixed_team_policy(backend, static_cast<int>(plan.tiles()), 1, TeamScratch{1, Kernel::scratch_bytes(plan)}),
       Kernel{{A, B, C, bias, accumulate, s, plan.tiles_n}, plan});
 }
 
@@ -476,31 +475,31 @@ inline constexpr std::int64_t host_direct_gemm_macs = 128;
 /// \brief cpu(): directly when the product is tiny, on the calling thread when it is small (one
 /// tile there), else on every thread.
 template <class Backend, class T>
-void launch_host_gemm(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate,
+void launch_host_gemm(const Backend& backend, const T* A, const T* B, T* C, const T* bias, bool accumulate,
                       const GemmShape& s) {
   if (s.k <= host_direct_gemm_macs && s.m * s.n <= host_direct_gemm_macs / std::max<std::int64_t>(s.k, 1))
-    return for_each_index("kten::gemm", be, s.m, DirectGemmKernel<T>{{A, B, C, bias, accumulate, s, 0}}, s.m * s.n * s.k);
+    return for_each_index(gemm_label, backend, s.m, DirectGemmKernel<T>{{A, B, C, bias, accumulate, s, 0}}, s.m * s.n * s.k);
   const double macs = static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
   const double elements = std::max(macs / host_gemm_macs_per_element, static_cast<double>(s.m) * s.n);  // C once
   const std::int64_t work = elements < 1e18 ? static_cast<std::int64_t>(elements) : INT64_MAX;
-  with_grain(be, work, [&](const auto& on) {
+  with_grain(backend, work, [&](const auto& on) {
     run_host_gemm(on, plan_host_gemm<T>(s, on.space.concurrency()), A, B, C, bias, accumulate, s);
   });
 }
 
 template <class Backend, class T>
-void gemm_kernel(const Backend& be, const T* A, const T* B, T* C, const T* bias, bool accumulate, const GemmShape& s) {
+void gemm_kernel(const Backend& backend, const T* A, const T* B, T* C, const T* bias, bool accumulate, const GemmShape& s) {
   if (s.m == 0 || s.n == 0) return;
-  if (s.n == 1) return launch_gemv(be, GemvKernel<T>{A, s.a_row, s.a_col, B, s.b_row, C, bias, 0, accumulate, s.m, s.k});
-  if (s.m == 1) return launch_gemv(be, GemvKernel<T>{B, s.b_col, s.b_row, A, s.a_col, C, bias, 1, accumulate, s.n, s.k});
+  if (s.n == 1) return launch_gemv(backend, GemvKernel<T>{A, s.a_row, s.a_col, B, s.b_row, C, bias, 0, accumulate, s.m, s.k});
+  if (s.m == 1) return launch_gemv(backend, GemvKernel<T>{B, s.b_col, s.b_row, A, s.a_col, C, bias, 1, accumulate, s.n, s.k});
   if constexpr (Backend::is_host) {
-    launch_host_gemm(be, A, B, C, bias, accumulate, s);
+    launch_host_gemm(backend, A, B, C, bias, accumulate, s);
   } else if constexpr (Backend::emulated) {
     // The GPU kernel with a team of host threads: 2 where the host has them, so barriers matter.
-    if (be.space.concurrency() >= 2) launch_team_gemm<EmulatedTiling<T, 2>>(be, A, B, C, bias, accumulate, s);
-    else launch_team_gemm<EmulatedTiling<T, 1>>(be, A, B, C, bias, accumulate, s);
+    if (backend.space.concurrency() >= 2) launch_team_gemm<EmulatedTiling<T, 2>>(backend, A, B, C, bias, accumulate, s);
+    else launch_team_gemm<EmulatedTiling<T, 1>>(backend, A, B, C, bias, accumulate, s);
   } else {
-    launch_team_gemm<GpuTiling<T>>(be, A, B, C, bias, accumulate, s);
+    launch_team_gemm<GpuTiling<T>>(backend, A, B, C, bias, accumulate, s);
   }
 }
 

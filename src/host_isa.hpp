@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include <kten/detail/kokkos_compat.hpp>
+#include "kokkos_compat.hpp"
 
 namespace kten::detail {
 

@@ -4,7 +4,7 @@
 
 #include <kten/device.hpp>
 #include <kten/info.hpp>
-#include <kten/detail/kokkos_compat.hpp>
+#include "kokkos_compat.hpp"
 
 #include "backend_glue.hpp"
 #include "dispatch.hpp"

@@ -36,8 +36,8 @@ void gemm(const Tensor& A, bool transpose_a, const Tensor& B, bool transpose_b, 
   s.b_row = transpose_b ? 1 : bc;
   s.b_col = transpose_b ? bc : 1;
   // Every operand, the bias included, must live on one device with one dtype.
-  launch("kten::gemm", [&](const auto& be, auto* a, auto* b, auto* c, auto* bias_or_c) {
-    gemm_kernel(be, a, b, c, bias ? bias_or_c : nullptr, accumulate, s);
+  launch("kten::gemm", [&](const auto& backend, auto* a, auto* b, auto* c, auto* bias_or_c) {
+    gemm_kernel(backend, a, b, c, bias ? bias_or_c : nullptr, accumulate, s);
   }, A, B, C, bias ? *bias : C);
 }
 
@@ -60,14 +60,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor transpose(const Tensor& x) {
-  detail::check_defined(x, "kten::transpose");
+  constexpr const char* label = "kten::transpose";
+  detail::check_defined(x, label);
   if (x.ndim() != 2)
     throw ShapeError("kten: transpose: expects a 2-D tensor, got shape " + shape_str(x.shape()));
   const std::int64_t rows = x.shape()[0], cols = x.shape()[1];
   Tensor out = empty({cols, rows}, x.device(), x.dtype());
-  detail::launch("kten::transpose", [&](const auto& be, auto* in, auto* o) {
-    using T = std::remove_pointer_t<decltype(o)>;
-    detail::for_each_index("kten::transpose", be, rows * cols, detail::TransposeKernel<T>{in, o, rows, cols});
+  detail::launch_each_index(label, rows * cols, [&](auto* in, auto* o) {
+    return detail::TransposeKernel<std::remove_pointer_t<decltype(o)>>{in, o, rows, cols};
   }, x, out);
   return out;
 }

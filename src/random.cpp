@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include <kten/random.hpp>
-#include <kten/detail/kokkos_compat.hpp>
+#include "kokkos_compat.hpp"
 
 #include "dispatch.hpp"
 #include "philox.hpp"
@@ -56,9 +56,9 @@ Tensor random_tensor(const Shape& shape, const Device& device, std::uint64_t see
   Tensor out = empty(shape, device, dtype);
   const char* label = normal ? "kten::randn" : "kten::rand";
   const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
-  launch(label, [&](const auto& be, auto* o) {
+  launch(label, [&](const auto& backend, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
-    for_each_index(label, be, out.numel(), RandomKernel<T>{o, k0, k1, normal, a, b});
+    for_each_index(label, backend, out.numel(), RandomKernel<T>{o, k0, k1, normal, a, b});
   }, out);
   return out;
 }

@@ -23,54 +23,59 @@ KOKKOS_INLINE_FUNCTION T nan_max(T acc, T v) {
   return (acc != acc || v <= acc) ? acc : v;
 }
 
-// What to accumulate and how to finish: sum, mean (sum / n), max, norm (sqrt of the sum of
-// squares), mean square (the sum of squares / n: MSE in one pass).
-struct SumKind {
+// Reductions: what to accumulate, how to finish and the kernel label: sum, mean (sum / n), max,
+// norm (sqrt of the sum of squares), mean square (the sum of squares / n: MSE in one pass).
+struct SumReduction {
+  static constexpr const char* label = "kten::sum";
   static constexpr bool is_max = false, has_finish = false;
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return acc + v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return acc; }
 };
-struct MeanKind : SumKind {
+struct MeanReduction : SumReduction {
+  static constexpr const char* label = "kten::mean";
   static constexpr bool has_finish = true;
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t n) { return acc / T(n); }
 };
-struct NormKind : SumKind {
+struct NormReduction : SumReduction {
+  static constexpr const char* label = "kten::norm";
   static constexpr bool has_finish = true;
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v * v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return math::sqrt(acc); }
 };
-struct MeanSquareKind : MeanKind {
+struct MeanSquareReduction : MeanReduction {
+  static constexpr const char* label = "kten::mean_square";
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v * v; }
 };
-struct MaxKind {
+struct MaxReduction {
+  static constexpr const char* label = "kten::max";
   static constexpr bool is_max = true, has_finish = false;
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return nan_max(acc, v); }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return acc; }
 };
 
-/// \brief The identity of a kind's combine: 0, or -inf for max (not -FLT_MAX: max over all -inf
+/// \brief The identity of a reduction's combine: 0, or -inf for max (not -FLT_MAX: max over all -inf
 /// is -inf on every device).
-template <class Kind, class T>
+template <class Reduction, class T>
 KOKKOS_INLINE_FUNCTION T identity() {
-  return Kind::is_max ? static_cast<T>(-INFINITY) : T(0);
+  return Reduction::is_max ? static_cast<T>(-INFINITY) : T(0);
 }
 
-/// \brief A Kokkos reducer over a kind: join is Kind::combine, init its identity.
-template <class Kind, class T, class Space>
-struct KindReducer {
-  using reducer = KindReducer;
+/// \brief A Kokkos reducer over a reduction: join is Reduction::combine, init its identity.
+template <class Reduction, class T, class Space>
+struct ReductionReducer {
+  using reducer = ReductionReducer;
   using value_type = T;
   using result_view_type = Kokkos::View<T, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-  KOKKOS_INLINE_FUNCTION explicit KindReducer(T& value) : value_(&value), references_scalar_(true) {}
-  KOKKOS_INLINE_FUNCTION explicit KindReducer(const result_view_type& value)
+  KOKKOS_INLINE_FUNCTION explicit ReductionReducer(T& value) : value_(&value), references_scalar_(true) {}
+  KOKKOS_INLINE_FUNCTION explicit ReductionReducer(const result_view_type& value)
       : value_(value), references_scalar_(false) {}
 
-  KOKKOS_INLINE_FUNCTION void join(T& dest, const T& src) const { dest = Kind::combine(dest, src); }
-  KTEN_VOLATILE_JOIN(T, dest = Kind::combine(static_cast<T>(dest), static_cast<T>(src));)
-  KOKKOS_INLINE_FUNCTION void init(T& v) const { v = identity<Kind, T>(); }
+  KOKKOS_INLINE_FUNCTION void join(T& dest, const T& src) const { dest = Reduction::combine(dest, src); }
+  KTEN_VOLATILE_JOIN(T, dest = Reduction::combine(static_cast<T>(dest), static_cast<T>(src));)
+  KOKKOS_INLINE_FUNCTION void init(T& v) const { v = identity<Reduction, T>(); }
   KOKKOS_INLINE_FUNCTION T& reference() const { return *value_.data(); }
   KOKKOS_INLINE_FUNCTION result_view_type view() const { return value_; }
   KOKKOS_INLINE_FUNCTION bool references_scalar() const { return references_scalar_; }
@@ -85,7 +90,7 @@ struct KindReducer {
 /// the loop). With finish_count >= 0 each part writes its finished result, as a reduction over
 /// that many elements: a small reduction is one kernel on the calling thread, and a part can be a
 /// row of an axis reduction.
-template <class T, class Kind>
+template <class T, class Reduction>
 struct HostPartsKernel {
   static constexpr int Lanes = 128 / sizeof(T);
   const T* x;
@@ -96,83 +101,82 @@ struct HostPartsKernel {
     const std::int64_t begin = part * per_part < n ? part * per_part : n;
     const std::int64_t end = begin + per_part < n ? begin + per_part : n;
     T lane[Lanes];
-    for (int l = 0; l < Lanes; ++l) lane[l] = identity<Kind, T>();
+    for (int l = 0; l < Lanes; ++l) lane[l] = identity<Reduction, T>();
     std::int64_t i = begin;
     for (; i + Lanes <= end; i += Lanes) {
       KTEN_UNROLL
-      for (int l = 0; l < Lanes; ++l) lane[l] = Kind::combine(lane[l], Kind::prepare(x[i + l]));
+      for (int l = 0; l < Lanes; ++l) lane[l] = Reduction::combine(lane[l], Reduction::prepare(x[i + l]));
     }
-    for (; i < end; ++i) lane[0] = Kind::combine(lane[0], Kind::prepare(x[i]));
-    for (int l = 1; l < Lanes; ++l) lane[0] = Kind::combine(lane[0], lane[l]);
-    partials[part] = finish_count >= 0 ? Kind::finish(lane[0], finish_count) : lane[0];
+    for (; i < end; ++i) lane[0] = Reduction::combine(lane[0], Reduction::prepare(x[i]));
+    for (int l = 1; l < Lanes; ++l) lane[0] = Reduction::combine(lane[0], lane[l]);
+    partials[part] = finish_count >= 0 ? Reduction::finish(lane[0], finish_count) : lane[0];
   }
 };
 
-template <class T, class Kind>
+template <class T, class Reduction>
 struct FoldPartsKernel {
   const T* partials;
   T* result;
   std::int64_t parts, n;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t) const {
-    T acc = identity<Kind, T>();
-    for (std::int64_t p = 0; p < parts; ++p) acc = Kind::combine(acc, partials[p]);
-    result[0] = Kind::finish(acc, n);
+    T acc = identity<Reduction, T>();
+    for (std::int64_t p = 0; p < parts; ++p) acc = Reduction::combine(acc, partials[p]);
+    result[0] = Reduction::finish(acc, n);
   }
 };
 
-template <class Kind, class T>
+template <class Reduction, class T>
 struct Finisher {
   std::int64_t n;
-  KOKKOS_INLINE_FUNCTION T operator()(T acc) const { return Kind::finish(acc, n); }
+  KOKKOS_INLINE_FUNCTION T operator()(T acc) const { return Reduction::finish(acc, n); }
 };
 
 /// \brief GPU: Kokkos' tree reduction in shared memory, written straight into device memory.
-template <class T, class Kind>
+template <class T, class Reduction>
 struct DeviceReduceKernel {
   const T* x;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, T& acc) const { acc = Kind::combine(acc, Kind::prepare(x[i])); }
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, T& acc) const { acc = Reduction::combine(acc, Reduction::prepare(x[i])); }
 };
 
-template <class Backend, class T, class Kind>
-void reduce_all_kernel(const Backend& be, const char* label, const T* x, T* result, std::int64_t n, Kind) {
+template <class Backend, class T, class Reduction>
+void reduce_all_kernel(const Backend& backend, const char* label, const T* x, T* result, std::int64_t n, Reduction) {
   if constexpr (Backend::is_host) {
     // One part when the calling thread does it all (below the serial grain).
     const std::int64_t parts = n < host_serial_grain ? 1 : 4 * static_cast<std::int64_t>(compat::host_concurrency());
-    constexpr int Lanes = HostPartsKernel<T, Kind>::Lanes;
+    constexpr int Lanes = HostPartsKernel<T, Reduction>::Lanes;
     const std::int64_t per_part = ((n + parts - 1) / parts + Lanes - 1) / Lanes * Lanes;
-    if (parts == 1) return for_each_index(label, be, 1, HostPartsKernel<T, Kind>{x, result, n, per_part, n}, n);
+    if (parts == 1) return for_each_index(label, backend, 1, HostPartsKernel<T, Reduction>{x, result, n, per_part, n}, n);
     std::vector<T> partial(static_cast<std::size_t>(parts));
-    for_each_index(label, be, parts, HostPartsKernel<T, Kind>{x, partial.data(), n, per_part, -1}, n);
-    for_each_index(label, be, 1, FoldPartsKernel<T, Kind>{partial.data(), result, parts, n}, parts);
-    be.space.fence();  // `partial` lives on this stack frame (host kernels finish here anyway)
+    for_each_index(label, backend, parts, HostPartsKernel<T, Reduction>{x, partial.data(), n, per_part, -1}, n);
+    for_each_index(label, backend, 1, FoldPartsKernel<T, Reduction>{partial.data(), result, parts, n}, parts);
+    backend.space.fence();  // `partial` lives on this stack frame (host kernels finish here anyway)
   } else {
-    using Reducer = KindReducer<Kind, T, typename Backend::memory_space>;
-    run_reduce(label, be, RangePolicy<Backend>(be.space, 0, n), DeviceReduceKernel<T, Kind>{x},
-               Reducer(typename Reducer::result_view_type(result)));
-    if constexpr (Kind::has_finish)
-      for_each_index(label, be, 1, MapKernel<T, Finisher<Kind, T>>{result, result, {n}});
+    using Reducer = ReductionReducer<Reduction, T, typename Backend::memory_space>;
+    reduce_each_index(label, backend, n, DeviceReduceKernel<T, Reduction>{x}, Reducer(typename Reducer::result_view_type(result)));
+    if constexpr (Reduction::has_finish)
+      for_each_index(label, backend, 1, UnaryKernel<T, Finisher<Reduction, T>>{result, result, {n}});
   }
 }
 
 // Axis reductions: out[o] folds the `len` elements x[(o / inner) * len * inner + o % inner + k * inner].
 // One thread per output: adjacent outputs read adjacent addresses when inner > 1 (coalesced).
-template <class T, class Kind>
+template <class T, class Reduction>
 struct AxisKernel {
   const T* x;
   T* out;
   std::int64_t len, inner;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
     const T* p = x + (o / inner) * len * inner + (o % inner);
-    T acc = identity<Kind, T>();
-    for (std::int64_t k = 0; k < len; ++k) acc = Kind::combine(acc, Kind::prepare(p[k * inner]));
-    out[o] = Kind::finish(acc, len);
+    T acc = identity<Reduction, T>();
+    for (std::int64_t k = 0; k < len; ++k) acc = Reduction::combine(acc, Reduction::prepare(p[k * inner]));
+    out[o] = Reduction::finish(acc, len);
   }
 };
 
 // Host, reducing an axis with inner > 1 (columns): each index folds a block of up to `Width`
 // adjacent outputs, sweeping the reduced axis row by row, so the loads are contiguous and
 // vectorise; one output per index would read with stride `inner`.
-template <class T, class Kind>
+template <class T, class Reduction>
 struct HostColumnsKernel {
   static constexpr std::int64_t Width = 64;
   const T* x;
@@ -183,17 +187,17 @@ struct HostColumnsKernel {
     const std::int64_t width = inner - j0 < Width ? inner - j0 : Width;
     const T* p = x + o * len * inner + j0;
     T acc[Width];
-    for (std::int64_t j = 0; j < Width; ++j) acc[j] = identity<Kind, T>();
+    for (std::int64_t j = 0; j < Width; ++j) acc[j] = identity<Reduction, T>();
     for (std::int64_t k = 0; k < len; ++k)
-      for (std::int64_t j = 0; j < width; ++j) acc[j] = Kind::combine(acc[j], Kind::prepare(p[k * inner + j]));
-    for (std::int64_t j = 0; j < width; ++j) out[o * inner + j0 + j] = Kind::finish(acc[j], len);
+      for (std::int64_t j = 0; j < width; ++j) acc[j] = Reduction::combine(acc[j], Reduction::prepare(p[k * inner + j]));
+    for (std::int64_t j = 0; j < width; ++j) out[o * inner + j0 + j] = Reduction::finish(acc[j], len);
   }
 };
 
 // GPU, reducing the last (contiguous) axis: one team per output row, its threads reading
 // consecutive elements (coalesced) and combining in shared memory; one thread per output there
 // would read with stride `len`.
-template <class T, class Kind, class Member, class Space>
+template <class T, class Reduction, class Member, class Space>
 struct RowKernel {
   const T* x;
   T* out;
@@ -201,61 +205,63 @@ struct RowKernel {
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const std::int64_t row = team.league_rank();
     const T* p = x + row * len;
-    T acc = identity<Kind, T>();
+    T acc = identity<Reduction, T>();
     Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, len),
-                            [&](std::int64_t k, T& a) { a = Kind::combine(a, Kind::prepare(p[k])); },
-                            KindReducer<Kind, T, Space>(acc));
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { out[row] = Kind::finish(acc, len); });
+                            [&](std::int64_t k, T& a) { a = Reduction::combine(a, Reduction::prepare(p[k])); },
+                            ReductionReducer<Reduction, T, Space>(acc));
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { out[row] = Reduction::finish(acc, len); });
   }
 };
 
-template <class Backend, class T, class Kind>
-void reduce_axis_kernel(const Backend& be, const char* label, const T* x, T* out, std::int64_t outer,
-                        std::int64_t len, std::int64_t inner, Kind) {
+template <class Backend, class T, class Reduction>
+void reduce_axis_kernel(const Backend& backend, const char* label, const T* x, T* out, std::int64_t outer,
+                        std::int64_t len, std::int64_t inner, Reduction) {
   if constexpr (!Backend::is_host) {
     if (inner == 1 && outer <= INT32_MAX) {
-      using Kernel = RowKernel<T, Kind, typename TeamPolicy<Backend>::member_type, typename Backend::memory_space>;
-      run(label, be, team_policy(be, static_cast<int>(outer)), Kernel{x, out, len});
+      using Kernel = RowKernel<T, Reduction, TeamMember<Backend>, typename Backend::memory_space>;
+      run(label, backend, team_policy(backend, static_cast<int>(outer)), Kernel{x, out, len});
       return;
     }
   } else {
     // Host, contiguous rows long enough to fill the lanes: each row folds like a whole-tensor
     // reduction (independent partial sums), not as one chain of dependent adds (8x slower).
-    if (inner == 1 && len >= HostPartsKernel<T, Kind>::Lanes) {
-      for_each_index(label, be, outer, HostPartsKernel<T, Kind>{x, out, outer * len, len, len}, outer * len);
+    if (inner == 1 && len >= HostPartsKernel<T, Reduction>::Lanes) {
+      for_each_index(label, backend, outer, HostPartsKernel<T, Reduction>{x, out, outer * len, len, len}, outer * len);
       return;
     }
     // Column blocks when there are enough of them for every thread; otherwise (a bias gradient,
     // sum(x, 0) of a narrow x) one output per index keeps the threads busy.
-    using Columns = HostColumnsKernel<T, Kind>;
+    using Columns = HostColumnsKernel<T, Reduction>;
     const std::int64_t blocks = (inner + Columns::Width - 1) / Columns::Width;
     const std::int64_t threads = outer * inner * len < host_serial_grain ? 1 : compat::host_concurrency();
     if (inner > 1 && outer * blocks >= threads) {
-      for_each_index(label, be, outer * blocks, Columns{x, out, len, inner, blocks}, outer * inner * len);
+      for_each_index(label, backend, outer * blocks, Columns{x, out, len, inner, blocks}, outer * inner * len);
       return;
     }
   }
-  for_each_index(label, be, outer * inner, AxisKernel<T, Kind>{x, out, len, inner}, outer * inner * len);
+  for_each_index(label, backend, outer * inner, AxisKernel<T, Reduction>{x, out, len, inner}, outer * inner * len);
 }
 
-template <class Kind>
-Tensor reduce_all(const char* op, const Tensor& x) {
+template <class Reduction>
+Tensor reduce_all(const Tensor& x) {
+  constexpr const char* op = Reduction::label;
   check_defined(x, op);
-  if (Kind::is_max && x.numel() == 0)
+  if (Reduction::is_max && x.numel() == 0)
     throw ShapeError("kten: " + op_name(op) + ": the tensor is empty (shape " + shape_str(x.shape()) +
                      "), so it has no largest element");
   Tensor out = empty({}, x.device(), x.dtype());
-  launch(op, [&](const auto& be, auto* in, auto* result) { reduce_all_kernel(be, op, in, result, x.numel(), Kind{}); },
+  launch(op, [&](const auto& backend, auto* in, auto* result) { reduce_all_kernel(backend, op, in, result, x.numel(), Reduction{}); },
          x, out);
   return out;
 }
 
-template <class Kind>
-Tensor reduce_axis(const char* op, const Tensor& x, int axis) {
+template <class Reduction>
+Tensor reduce_axis(const Tensor& x, int axis) {
+  constexpr const char* op = Reduction::label;
   check_defined(x, op);
   const int a = normalize_axis(op, x, axis);
   const Shape& s = x.shape();
-  if (Kind::is_max && s[a] == 0)
+  if (Reduction::is_max && s[a] == 0)
     throw ShapeError("kten: " + op_name(op) + ": axis " + std::to_string(axis) + " of shape " +
                      shape_str(s) + " is empty, so it has no largest element");
   std::int64_t outer = 1, inner = 1;
@@ -264,22 +270,22 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis) {
   Shape out_shape = s;
   out_shape.erase(out_shape.begin() + a);
   Tensor out = empty(out_shape, x.device(), x.dtype());
-  launch(op, [&](const auto& be, auto* in, auto* o) { reduce_axis_kernel(be, op, in, o, outer, s[a], inner, Kind{}); },
+  launch(op, [&](const auto& backend, auto* in, auto* o) { reduce_axis_kernel(backend, op, in, o, outer, s[a], inner, Reduction{}); },
          x, out);
   return out;
 }
 
-Tensor mean_square(const Tensor& x) { return reduce_all<MeanSquareKind>("kten::mean_square", x); }
+Tensor mean_square(const Tensor& x) { return reduce_all<MeanSquareReduction>(x); }
 
 }  // namespace detail
 
-Tensor sum(const Tensor& x) { return detail::reduce_all<detail::SumKind>("kten::sum", x); }
-Tensor sum(const Tensor& x, int axis) { return detail::reduce_axis<detail::SumKind>("kten::sum", x, axis); }
-Tensor mean(const Tensor& x) { return detail::reduce_all<detail::MeanKind>("kten::mean", x); }
-Tensor mean(const Tensor& x, int axis) { return detail::reduce_axis<detail::MeanKind>("kten::mean", x, axis); }
-Tensor max(const Tensor& x) { return detail::reduce_all<detail::MaxKind>("kten::max", x); }
-Tensor max(const Tensor& x, int axis) { return detail::reduce_axis<detail::MaxKind>("kten::max", x, axis); }
-Tensor norm(const Tensor& x) { return detail::reduce_all<detail::NormKind>("kten::norm", x); }
-Tensor norm(const Tensor& x, int axis) { return detail::reduce_axis<detail::NormKind>("kten::norm", x, axis); }
+Tensor sum(const Tensor& x) { return detail::reduce_all<detail::SumReduction>(x); }
+Tensor sum(const Tensor& x, int axis) { return detail::reduce_axis<detail::SumReduction>(x, axis); }
+Tensor mean(const Tensor& x) { return detail::reduce_all<detail::MeanReduction>(x); }
+Tensor mean(const Tensor& x, int axis) { return detail::reduce_axis<detail::MeanReduction>(x, axis); }
+Tensor max(const Tensor& x) { return detail::reduce_all<detail::MaxReduction>(x); }
+Tensor max(const Tensor& x, int axis) { return detail::reduce_axis<detail::MaxReduction>(x, axis); }
+Tensor norm(const Tensor& x) { return detail::reduce_all<detail::NormReduction>(x); }
+Tensor norm(const Tensor& x, int axis) { return detail::reduce_axis<detail::NormReduction>(x, axis); }
 
 }  // namespace kten

@@ -6,7 +6,7 @@
 
 #include <kten/runtime.hpp>
 
-#include <kten/detail/kokkos_compat.hpp>
+#include "kokkos_compat.hpp"
 
 #include "dispatch.hpp"
 #include "runtime_internal.hpp"

@@ -46,7 +46,7 @@ namespace {
 // A View fits a tensor only in exactly the memory space of the tensor's device: a space that is
 // merely reachable (UVM, pinned, anonymous) would let host code dereference device memory.
 void check_view_space(const Device& device, const ViewRequest& r, const char* op) {
-  const char* wanted = with_backend(device, [](auto be) { return decltype(be)::memory_space::name(); });
+  const char* wanted = with_backend(device, [](auto backend) { return decltype(backend)::memory_space::name(); });
   if (std::strcmp(r.memory_space, wanted) != 0)
     throw Error("kten: " + op_name(op) + ": a View in memory space " + r.memory_space + " does not fit a tensor on " +
                 device.str() + ", whose memory space is " + wanted +

@@ -80,18 +80,18 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
   const data::Shard train_shard{group ? group->rank() : 0, ranks, data::Remainder::pad};
   const data::Shard val_shard{train_shard.rank, ranks, data::Remainder::uneven};
   // Both running sums live in one device tensor [train, validation], so an epoch ends with one read.
-  const Tensor to_train = tensor({1.f, 0.f}, device_), to_val = tensor({0.f, 1.f}, device_);
+  const Tensor train_slot = tensor({1.f, 0.f}, device_), validation_slot = tensor({0.f, 1.f}, device_);
   std::vector<EpochReport> reports;
   for (int epoch = 0; epoch < max_epochs_; ++epoch) {
     const detail::Region region("kten::epoch");
     const auto start = std::chrono::steady_clock::now();
     // Running sums of batch loss x batch size, one 0-d tensor per kind: one fused kernel per batch.
     Tensor train_sum = zeros({}, device_), val_sum = zeros({}, device_);
-    struct Rows {  // the batch size as a 0-d tensor; it changes only for a last, shorter batch
+    struct BatchRows {  // the batch size as a 0-d tensor; it changes only for a last, shorter batch
       std::int64_t count = -1;
       Tensor value;
     } train_rows, val_rows;
-    auto add = [&](Tensor& sum, const Tensor& batch_loss, std::int64_t rows, Rows& weight) {
+    auto add = [&](Tensor& sum, const Tensor& batch_loss, std::int64_t rows, BatchRows& weight) {
       if (batch_loss.numel() != 1)
         throw ShapeError("kten: Trainer: the loss must be one number (a 0-d tensor), got shape " +
                          shape_str(batch_loss.shape()));
@@ -113,7 +113,7 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
       const data::Batch batch = prepare_batch(host_batch);
       add(val_sum, loss(net(batch.X), batch.y), batch.X.shape()[0], val_rows);
     }
-    Tensor totals = train_sum * to_train + val_sum * to_val;  // [train, validation]: one read
+    Tensor totals = train_sum * train_slot + val_sum * validation_slot;  // [train, validation]: one read
     if (group) group->all_reduce(totals);  // the sums of all ranks, still on the device
     const std::vector<float> sums = totals.to_vector<float>();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

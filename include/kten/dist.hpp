@@ -43,7 +43,7 @@ struct StallOptions {
 /// other ranks waiting.
 ///
 /// Data paths: cpu() tensors go to MPI directly; a GPU tensor goes to MPI directly when the MPI
-/// library is CUDA-aware (cuda_aware()), otherwise it is staged through a page-locked host buffer,
+/// library is GPU-aware (gpu_aware()), otherwise it is staged through a page-locked host buffer,
 /// and those copies count in kten::stats() like any transfer. Emulated GPUs (KTEN_EMULATE_GPUS)
 /// take the staged path. The tensor's device is fenced before MPI touches a buffer.
 ///
@@ -106,9 +106,12 @@ void finalize();
 bool is_initialized();
 /// \brief All ranks (a duplicate of MPI_COMM_WORLD); throws kten::Error before init().
 std::shared_ptr<Communicator> world();
-/// \brief True when GPU memory goes to MPI directly: KTEN_MPI_CUDA_AWARE=1/0 when set, else the
-/// MPI library's own answer (MPIX_Query_cuda_support, where mpi-ext.h provides it), else false.
-bool cuda_aware();
+/// \brief True when GPU memory goes to MPI directly: KTEN_MPI_GPU_AWARE=1/0 when set, else the
+/// MPI library's own answer for this build's GPU backend (MPIX_Query_cuda_support for CUDA, where
+/// mpi-ext.h provides it), else false.
+bool gpu_aware();
+/// \brief Deprecated: the old name of gpu_aware() (KTEN_MPI_CUDA_AWARE is still read too).
+[[deprecated("kten::dist::cuda_aware() is now gpu_aware()")]] inline bool cuda_aware() { return gpu_aware(); }
 /// \brief The MPI library's version line, e.g. "Open MPI v4.1.4, ...".
 std::string library_version();
 /// \brief Prints "kten: rank r: message" to stderr and aborts every rank of the job (MPI_Abort):

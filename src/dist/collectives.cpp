@@ -29,15 +29,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Op : std::int64_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
+enum class Collective : std::int64_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
 
-const char* op_name(std::int64_t op) {
-  switch (static_cast<Op>(op)) {
-    case Op::all_reduce: return "all_reduce";
-    case Op::broadcast: return "broadcast";
-    case Op::all_gather: return "all_gather";
-    case Op::reduce_scatter: return "reduce_scatter";
-    case Op::barrier: return "barrier";
+const char* collective_name(std::int64_t collective) {
+  switch (static_cast<Collective>(collective)) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::broadcast: return "broadcast";
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::barrier: return "barrier";
   }
   return "unknown collective";
 }
@@ -63,7 +63,7 @@ std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 146959810
 }
 
 std::string describe(const Fingerprint& f) {
-  std::string s = op_name(f.op);
+  std::string s = collective_name(f.op);
   if (f.reduce >= 0) s += std::string("(") + reduce_op_name(static_cast<ReduceOp>(f.reduce)) + ")";
   if (f.root >= 0) s += "(root " + std::to_string(f.root) + ")";
   if (f.problem[0] != '\0') return s + ": " + f.problem;
@@ -233,7 +233,7 @@ void wait_for_ranks(CommState& s, MPI_Request& request, const Fingerprint& call)
 
 // --- phase 1: agreement ------------------------------------------------------------------------
 
-Fingerprint fingerprint(Op op, const Tensor* t, std::string problem) {
+Fingerprint fingerprint(Collective op, const Tensor* t, std::string problem) {
   Fingerprint f;
   f.op = static_cast<std::int64_t>(op);
   if (t && problem.empty() && !t->defined()) problem = "the tensor is undefined (default-constructed)";
@@ -334,7 +334,7 @@ void in_pieces(void* data, std::int64_t count, DType dtype, F call) {
 
 // GPU memory goes to MPI directly only with a CUDA-aware MPI; emulated GPUs model the other case
 // (their memory may even be unreadable from the host outside kten's kernels and copies).
-bool staged(const Device& d) { return d.is_gpu() && (gpus_are_emulated() || !cuda_aware()); }
+bool staged(const Device& d) { return d.is_gpu() && (gpus_are_emulated() || !gpu_aware()); }
 
 kten::detail::Storage bytes_of(const Tensor& t) { return {t.data(), t.nbytes(), t.device(), nullptr}; }
 kten::detail::Storage host_bytes(char* p, std::size_t n) { return {p, n, cpu(), nullptr}; }
@@ -356,7 +356,7 @@ char* mpi_buffer(const Tensor& t, char* staging, bool fill) {
 }
 
 // After MPI wrote `buffer`: copy it into `t` when it was staged.
-void land(char* buffer, const Tensor& t) {
+void copy_from_staging(char* buffer, const Tensor& t) {
   if (buffer != kten::detail::data_ptr<char>(t)) kten::detail::copy_bytes(host_bytes(buffer, t.nbytes()), bytes_of(t), t.nbytes());
 }
 
@@ -382,13 +382,10 @@ struct DivideBy {
 };
 
 void divide(const Tensor& t, int by) {
-  kten::detail::with_backend(t.device(), [&](auto backend) {
-    kten::detail::with_dtype(t.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      kten::detail::for_each_index("kten::dist::mean", backend, t.numel(),
-                                   DivideBy<T>{kten::detail::data_ptr<T>(t), static_cast<T>(by)});
-    });
-  });
+  kten::detail::launch_each_index("kten::dist::mean", t.numel(), [by](auto* x) {
+    using T = std::remove_pointer_t<decltype(x)>;
+    return DivideBy<T>{x, static_cast<T>(by)};
+  }, t);
 }
 
 // A result tensor like `t` (device, dtype); a failure (out of memory, overflow) becomes `problem`,
@@ -410,7 +407,7 @@ std::string count_problem(std::int64_t count, const char* what) {
 }  // namespace
 }  // namespace detail
 
-using detail::Op;
+using detail::Collective;
 
 Communicator::Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
 
@@ -422,7 +419,7 @@ void Communicator::set_stall_options(const StallOptions& options) { state_->stal
 StallOptions Communicator::stall_options() const { return state_->stall; }
 
 void Communicator::all_reduce(const Tensor& t, ReduceOp op) const {
-  auto f = detail::fingerprint(Op::all_reduce, &t, {});
+  auto f = detail::fingerprint(Collective::all_reduce, &t, {});
   f.reduce = static_cast<std::int64_t>(op);
   detail::agree(*state_, f);
   if (t.numel() == 0) return;
@@ -434,7 +431,7 @@ void Communicator::all_reduce(const Tensor& t, ReduceOp op) const {
       detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, p, n, detail::mpi_type(t.dtype()), detail::mpi_op(op), state_->comm),
                         "MPI_Allreduce");
     });
-    detail::land(buffer, t);
+    detail::copy_from_staging(buffer, t);
     if (op == ReduceOp::mean) detail::divide(t, state_->size);
   });
 }
@@ -444,7 +441,7 @@ void Communicator::broadcast(const Tensor& t, int root) const {
   if (root < 0 || root >= state_->size)
     problem = "root " + std::to_string(root) + " is not a rank of this communicator (0 to " +
               std::to_string(state_->size - 1) + ")";
-  auto f = detail::fingerprint(Op::broadcast, &t, problem);
+  auto f = detail::fingerprint(Collective::broadcast, &t, problem);
   f.root = root;
   detail::agree(*state_, f);
   if (t.numel() == 0) return;
@@ -456,7 +453,7 @@ void Communicator::broadcast(const Tensor& t, int root) const {
     detail::in_pieces(buffer, t.numel(), t.dtype(), [&](char* p, int n) {
       detail::check_mpi(MPI_Bcast(p, n, detail::mpi_type(t.dtype()), root, state_->comm), "MPI_Bcast");
     });
-    if (!sender) detail::land(buffer, t);
+    if (!sender) detail::copy_from_staging(buffer, t);
   });
 }
 
@@ -469,14 +466,14 @@ Tensor Communicator::all_gather(const Tensor& t) const {
     shape.insert(shape.end(), t.shape().begin(), t.shape().end());
     if (problem.empty()) out = detail::try_empty(shape, t, problem);
   }
-  detail::agree(*state_, detail::fingerprint(Op::all_gather, &t, problem));
+  detail::agree(*state_, detail::fingerprint(Collective::all_gather, &t, problem));
   if (t.numel() == 0) return out;
   detail::or_abort("all_gather", [&] {
     const auto [send, receive] = detail::send_receive(*state_, t, out, "dist::all_gather");
     const auto type = detail::mpi_type(t.dtype());
     const int n = static_cast<int>(t.numel());
     detail::check_mpi(MPI_Allgather(send, n, type, receive, n, type, state_->comm), "MPI_Allgather");
-    detail::land(receive, out);
+    detail::copy_from_staging(receive, out);
   });
   return out;
 }
@@ -494,7 +491,7 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op) const {
       if (problem.empty()) out = detail::try_empty(shape, t, problem);
     }
   }
-  auto f = detail::fingerprint(Op::reduce_scatter, &t, problem);
+  auto f = detail::fingerprint(Collective::reduce_scatter, &t, problem);
   f.reduce = static_cast<std::int64_t>(op);
   detail::agree(*state_, f);
   if (t.numel() == 0) return out;
@@ -503,12 +500,12 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op) const {
     detail::check_mpi(MPI_Reduce_scatter_block(send, receive, static_cast<int>(out.numel()), detail::mpi_type(t.dtype()),
                                                detail::mpi_op(op), state_->comm),
                       "MPI_Reduce_scatter_block");
-    detail::land(receive, out);
+    detail::copy_from_staging(receive, out);
     if (op == ReduceOp::mean) detail::divide(out, state_->size);
   });
   return out;
 }
 
-void Communicator::barrier() const { detail::agree(*state_, detail::fingerprint(Op::barrier, nullptr, {})); }
+void Communicator::barrier() const { detail::agree(*state_, detail::fingerprint(Collective::barrier, nullptr, {})); }
 
 }  // namespace kten::dist

@@ -182,17 +182,20 @@ std::shared_ptr<Communicator> world() {
   return r.world;
 }
 
-bool cuda_aware() {
-  if (const char* env = std::getenv("KTEN_MPI_CUDA_AWARE"); env && *env) {
+bool gpu_aware() {
+  // KTEN_MPI_CUDA_AWARE: the deprecated name, read when the new one is not set.
+  for (const char* name : {"KTEN_MPI_GPU_AWARE", "KTEN_MPI_CUDA_AWARE"}) {
+    const char* env = std::getenv(name);
+    if (!env || !*env) continue;
     if (std::strcmp(env, "1") == 0) return true;
     if (std::strcmp(env, "0") == 0) return false;
-    throw Error(std::string("kten: KTEN_MPI_CUDA_AWARE must be 1 or 0, got '") + env + "'");
+    throw Error(std::string("kten: ") + name + " must be 1 or 0, got '" + env + "'");
   }
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-  return MPIX_Query_cuda_support() == 1;  // built CUDA-aware; asks whether it is at run time
-#else
-  return false;
+  if (std::strcmp(detail::gpu_backend_name() ? detail::gpu_backend_name() : "", "Cuda") == 0)
+    return MPIX_Query_cuda_support() == 1;  // built CUDA-aware; asks whether it is at run time
 #endif
+  return false;
 }
 
 std::string library_version() {
@@ -318,7 +321,7 @@ std::string mpi_report() {
   std::string line = library.substr(0, library.find(','));  // "Open MPI v4.1.4"
   if (!dist::is_initialized()) return line + " (kten::dist not initialised in this process)";
   const auto world = dist::world();
-  return line + ", CUDA-aware: " + (dist::cuda_aware() ? "yes" : "no") + "; rank " + std::to_string(world->rank()) +
+  return line + ", GPU-aware: " + (dist::gpu_aware() ? "yes" : "no") + "; rank " + std::to_string(world->rank()) +
          " of " + std::to_string(world->size()) + ", " + std::to_string(world->local_size()) + " on this node";
 }
 

@@ -19,16 +19,15 @@ struct SgdKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { p[i] -= lr * (g[i] + weight_decay * p[i]); }
 };
 
-Tensor relu_grad(const Tensor& x, const Tensor& grad) { return zip("kten::relu_grad", x, grad, ReluGrad{}); }
+Tensor relu_grad(const Tensor& x, const Tensor& grad) { return elementwise_binary("kten::relu_grad", x, grad, ReluGrad{}); }
 
 void sgd_update(const Tensor& p, const Tensor& g, double lr, double weight_decay) {
   if (p.shape() != g.shape())
     throw ShapeError("kten: sgd: parameter " + shape_str(p.shape()) + " and gradient " + shape_str(g.shape()) +
                      " differ in shape");
-  launch("kten::sgd", [&](const auto& be, auto* param, auto* grad) {
+  launch_each_index("kten::sgd", p.numel(), [&](auto* param, auto* grad) {
     using T = std::remove_pointer_t<decltype(param)>;
-    for_each_index("kten::sgd", be, p.numel(),
-                   SgdKernel<T>{param, grad, static_cast<T>(lr), static_cast<T>(weight_decay)});
+    return SgdKernel<T>{param, grad, static_cast<T>(lr), static_cast<T>(weight_decay)};
   }, p, g);
 }
 

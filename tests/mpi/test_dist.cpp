@@ -3,6 +3,7 @@
 // reports, DistributedDataParallel and the data-parallel Trainer.
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -28,7 +29,7 @@ std::shared_ptr<dist::Communicator> world() { return dist::world(); }
 
 // GPU tensors go through host memory unless the MPI is CUDA-aware; emulated GPUs model an MPI
 // that is not.
-bool staged(const Device& d) { return d.is_gpu() && (gpus_are_emulated() || !dist::cuda_aware()); }
+bool staged(const Device& d) { return d.is_gpu() && (gpus_are_emulated() || !dist::gpu_aware()); }
 
 // Rank r's value for element i: distinct on every rank and exact in float32.
 double value(int rank, std::int64_t i) { return (rank + 1) * 10.0 + static_cast<double>(i); }
@@ -94,6 +95,23 @@ TEST_CASE("the world communicator knows every rank and the node", "[dist]") {
   std::vector<double> want;
   for (int r = 0; r < w->size(); ++r) want.push_back(r);
   test::require_allclose<float>(ranks, want);
+}
+
+TEST_CASE("gpu_aware() follows KTEN_MPI_GPU_AWARE, then the deprecated KTEN_MPI_CUDA_AWARE", "[dist]") {
+  const bool own_answer = dist::gpu_aware();
+  ::setenv("KTEN_MPI_CUDA_AWARE", "1", 1);
+  CHECK(dist::gpu_aware());
+  ::setenv("KTEN_MPI_GPU_AWARE", "0", 1);  // the new name wins
+  CHECK_FALSE(dist::gpu_aware());
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  CHECK_FALSE(dist::cuda_aware());  // the old name is an alias
+#pragma GCC diagnostic pop
+  ::setenv("KTEN_MPI_GPU_AWARE", "yes", 1);
+  CHECK_THROWS_WITH(dist::gpu_aware(), ContainsSubstring("KTEN_MPI_GPU_AWARE must be 1 or 0, got 'yes'"));
+  ::unsetenv("KTEN_MPI_GPU_AWARE");
+  ::unsetenv("KTEN_MPI_CUDA_AWARE");
+  CHECK(dist::gpu_aware() == own_answer);
 }
 
 TEMPLATE_TEST_CASE("all_reduce sums, averages and takes max and min in place, on the tensor's device", "[dist]",

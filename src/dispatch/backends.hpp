@@ -1,0 +1,85 @@
+#pragma once
+// Internal: the one place where a runtime Device becomes a Kokkos backend, an execution-space
+// instance plus a memory space (kokkos-fft keeps its backend selection alone the same way).
+
+#include <type_traits>
+
+#include <Kokkos_Core.hpp>
+
+#include <kten/device.hpp>
+
+namespace kten::detail {
+
+/// \brief True when this build's Kokkos has a device execution space (CUDA, HIP, SYCL, ...).
+inline constexpr bool has_gpu_backend =
+    !std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
+
+/// \brief cpu(): a host execution space over host memory, host algorithms. Space is the default
+/// host space, or Kokkos::Serial for threads that cannot use the OpenMP pool (README, "Thread model").
+template <class Space>
+struct HostOn {
+  using execution_space = Space;
+  using memory_space = Kokkos::HostSpace;
+  /// \brief Host algorithms, and host code may touch the memory directly.
+  static constexpr bool is_host = true;
+  /// \brief An emulated GPU (KTEN_EMULATE_GPUS).
+  static constexpr bool emulated = false;
+  execution_space space;
+};
+
+/// \brief An emulated GPU (KTEN_EMULATE_GPUS): host threads execute, over host memory, but every
+/// "host or device" branch takes the device one, so tests run the code a GPU runs.
+template <class Space>
+struct EmulatedGpuOn {
+  using execution_space = Space;
+  using memory_space = Kokkos::HostSpace;
+  static constexpr bool is_host = false;
+  static constexpr bool emulated = true;
+  execution_space space;
+};
+
+using HostBackend = HostOn<Kokkos::DefaultHostExecutionSpace>;
+using EmulatedGpuBackend = EmulatedGpuOn<Kokkos::DefaultHostExecutionSpace>;
+
+/// \brief A real GPU: Kokkos' default (device) execution space and its memory space. Nothing
+/// here names a vendor; backends/<vendor>/ holds what Kokkos does not give.
+struct GpuBackend {
+  using execution_space = Kokkos::DefaultExecutionSpace;
+  using memory_space = typename execution_space::memory_space;
+  static constexpr bool is_host = false;
+  static constexpr bool emulated = false;
+  execution_space space;
+};
+
+/// \brief Kokkos 3.4's OpenMP backend serves only the thread that initialised Kokkos, outside
+/// parallel regions; other threads get host work run on Kokkos::Serial (ThreadError without it).
+bool host_pool_usable_here();
+
+/// \brief Calls f(backend) for the backend that serves `device`; throws DeviceUnavailable when
+/// the device cannot be used in this process.
+template <class F>
+decltype(auto) with_backend(const Device& device, F&& f) {
+  require_available(device);
+  if (device.is_gpu() && !gpus_are_emulated()) {
+    if constexpr (has_gpu_backend) return f(GpuBackend{});
+  }
+#if defined(KOKKOS_ENABLE_OPENMP) && defined(KOKKOS_ENABLE_SERIAL)
+  if constexpr (std::is_same_v<Kokkos::DefaultHostExecutionSpace, Kokkos::OpenMP>) {
+    if (!host_pool_usable_here()) {
+      if (device.is_gpu()) return f(EmulatedGpuOn<Kokkos::Serial>{});
+      return f(HostOn<Kokkos::Serial>{});
+    }
+  }
+#endif
+  if (device.is_gpu()) return f(EmulatedGpuBackend{});
+  return f(HostBackend{});
+}
+
+/// \brief Blocks until all work queued on `device` has finished.
+void fence(const Device& device);
+
+/// \brief An unmanaged 1-D View over raw memory of a backend.
+template <class Backend, class T>
+using RawView = Kokkos::View<T*, typename Backend::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+}  // namespace kten::detail

@@ -1,0 +1,132 @@
+#pragma once
+// Internal: the one way to launch a kernel. launch() checks the operands, picks the backend and
+// element type and hands the kernel typed pointers; run() / run_reduce() are the only calls of
+// Kokkos::parallel_for / parallel_reduce; for_each_index() runs a functor over a 64-bit range.
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include <Kokkos_Core.hpp>
+
+#include <kten/tensor.hpp>
+
+#include "../checks.hpp"
+#include "backends.hpp"
+#include "dtypes.hpp"
+#include "emulated_access.hpp"
+#include "host_threads.hpp"
+#include "policies.hpp"
+#include "../storage.hpp"
+
+namespace kten::detail {
+
+/// \brief The only place kten calls Kokkos::parallel_for: on the backend's policy, with an
+/// emulated GPU's memory open while the kernel runs.
+template <class Backend, class Policy, class Functor>
+void run(const char* label, const Backend&, const Policy& policy, const Functor& functor) {
+  check_launch_thread<Backend, Policy>(false);
+  const auto lock = lock_shared_scratch<Backend, Policy, false>();
+  KernelAccess<Backend> access;
+  Kokkos::parallel_for(label, policy, functor);
+}
+
+/// \brief The only place kten calls Kokkos::parallel_reduce (result in `reducer`'s View).
+template <class Backend, class Policy, class Functor, class Reducer>
+void run_reduce(const char* label, const Backend&, const Policy& policy, const Functor& functor,
+                const Reducer& reducer) {
+  check_launch_thread<Backend, Policy>(true);
+  const auto lock = lock_shared_scratch<Backend, Policy, true>();
+  KernelAccess<Backend> access;
+  Kokkos::parallel_reduce(label, policy, functor, reducer);
+}
+
+/// \brief Runs functor(i) for i in [0, n) on the backend, asynchronously. `work` is the number of
+/// elements the whole range touches (n when each index touches one), which decides whether a
+/// cpu() kernel is worth waking every thread for.
+template <class Backend, class Functor>
+void for_each_index(const char* label, const Backend& backend, std::int64_t n, const Functor& functor,
+                    std::int64_t work) {
+  with_grain(backend, work, [&](const auto& on) {
+    run(label, on, RangePolicy<std::decay_t<decltype(on)>>(on.space, 0, n), functor);
+  });
+}
+
+/// \brief Reduces functor(i, accumulator) over i in [0, n) on the backend into `reducer`'s View,
+/// asynchronously.
+template <class Backend, class Functor, class Reducer>
+void reduce_each_index(const char* label, const Backend& backend, std::int64_t n, const Functor& functor,
+                       const Reducer& reducer) {
+  run_reduce(label, backend, RangePolicy<Backend>(backend.space, 0, n), functor, reducer);
+}
+
+/// \brief for_each_index over n indices that touch one element each.
+template <class Backend, class Functor>
+void for_each_index(const char* label, const Backend& backend, std::int64_t n, const Functor& functor) {
+  for_each_index(label, backend, n, functor, n);
+}
+
+/// \brief The typed pointer to a tensor's first element (libtorch's data_ptr<T>()); a pinned
+/// buffer that a queued copy may still read is waited for first, since the kernel may write it.
+template <class T>
+T* data_ptr(const Tensor& t) {
+  const Storage& storage = *t.storage();
+  if (storage.pinned) wait_for_pending_reader(storage);
+  return static_cast<T*>(storage.data);
+}
+
+/// \brief A Kokkos profiling region for its lifetime (Kokkos 3.4 has no ScopedRegion): profilers
+/// and Kokkos Tools show kten's operations, module calls and epochs by their kten:: names.
+class Region {
+ public:
+  explicit Region(const char* name) { Kokkos::Profiling::pushRegion(name); }
+  explicit Region(const std::string& name) { Kokkos::Profiling::pushRegion(name); }
+  ~Region() { Kokkos::Profiling::popRegion(); }
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+};
+
+/// \brief The one way to run a kernel over tensors: checks that every operand is defined and that
+/// all live on one device with one dtype, then calls kernel(backend, T* first, T* rest...).
+template <class Kernel, class... Tensors>
+void launch(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&... rest) {
+  (check_compatible(op, first, rest), ...);
+  check_defined(first, op);
+  Region region(op);
+  const auto operands = std::forward_as_tuple(first, rest...);  // nvcc cannot capture a pack
+  with_backend(first.device(), [&](auto backend) {
+    with_dtype(first.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      std::apply([&](const auto&... t) { kernel(backend, data_ptr<T>(t)...); }, operands);
+    });
+  });
+}
+
+/// \brief launch() of the common kind: one functor over n indices, made by make_kernel(T* first,
+/// T* rest...) from the operands' typed pointers.
+template <class MakeKernel, class... Tensors>
+void launch_each_index(const char* op, std::int64_t n, MakeKernel&& make_kernel, const Tensor& first,
+                       const Tensors&... rest) {
+  launch(op, [&](const auto& backend, auto*... data) { for_each_index(op, backend, n, make_kernel(data...)); },
+         first, rest...);
+}
+
+/// \brief launch() for a kernel from one dtype to another (a conversion): checks both tensors are
+/// defined and on one device, then calls kernel(backend, From* from, To* to).
+template <class Kernel>
+void launch_conversion(const char* op, Kernel&& kernel, const Tensor& from, const Tensor& to) {
+  check_defined(from, op);
+  check_defined(to, op);
+  check_same_device(op, from.device(), to.device());
+  Region region(op);
+  with_backend(from.device(), [&](auto backend) {
+    with_dtype(from.dtype(), [&](auto from_zero) {
+      with_dtype(to.dtype(), [&](auto to_zero) {
+        kernel(backend, data_ptr<decltype(from_zero)>(from), data_ptr<decltype(to_zero)>(to));
+      });
+    });
+  });
+}
+
+}  // namespace kten::detail

@@ -1,0 +1,52 @@
+#pragma once
+// Internal: the one way kten builds an error message (kokkos-fft's KOKKOSFFT_THROW_IF and ArborX's
+// ARBORX_ASSERT are the pattern): fail<ShapeError>(op, "shapes ", a.shape(), " and ", b.shape(), ...)
+// throws ShapeError("kten: <op>: shapes [2, 3] and [4] ..."). The parts are formatted only when
+// it throws, so a check costs a comparison. Every message says what was wrong and what to do.
+
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <kten/device.hpp>
+#include <kten/dtype.hpp>
+#include <kten/errors.hpp>
+#include <kten/tensor.hpp>
+
+namespace kten::detail {
+
+/// \brief "add" for the kernel label "kten::add" (messages already start with "kten: "), other
+/// names (a layer's, "load('model.kten')") as they are.
+inline std::string op_name(std::string_view op) {
+  return std::string(op.substr(0, 6) == "kten::" ? op.substr(6) : op);
+}
+
+/// \brief Writes one part of a message: shapes as [2, 3], devices as cpu(0), dtypes by name,
+/// anything else as an ostream prints it.
+template <class Part>
+void write_part(std::ostringstream& out, const Part& part) {
+  if constexpr (std::is_same_v<Part, Shape>) out << shape_str(part);
+  else if constexpr (std::is_same_v<Part, Device>) out << part.str();
+  else if constexpr (std::is_same_v<Part, DType>) out << dtype_name(part);
+  else out << part;
+}
+
+/// \brief The message "kten: <op>: <parts...>" (just "kten: <parts...>" when op is empty).
+template <class... Parts>
+std::string error_message(std::string_view op, const Parts&... parts) {
+  std::ostringstream out;
+  out << "kten: ";
+  if (!op.empty()) out << op_name(op) << ": ";
+  (write_part(out, parts), ...);
+  return out.str();
+}
+
+/// \brief Throws E (a kten::Error) with error_message(op, parts...).
+template <class E = Error, class... Parts>
+[[noreturn]] void fail(std::string_view op, const Parts&... parts) {
+  static_assert(std::is_base_of_v<Error, E>, "kten throws kten::Error and its subclasses only");
+  throw E(error_message(op, parts...));
+}
+
+}  // namespace kten::detail

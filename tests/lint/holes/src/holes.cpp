@@ -1,0 +1,30 @@
+// Not compiled: what the dispatch lint (cmake/KtenLintDispatch.cmake) must reject, as the test
+// lint.dispatch.catches-holes runs it over this folder. Each marked line is a way kten's kernels
+// once bypassed the checks and profiling of launch(); the test expects exactly 7 reports.
+
+// A team policy built through dispatch's alias, with the thread check called by hand (the tiled
+// GEMM did this; the lint matched only the Kokkos policy names).
+template <class Tile, class Backend, class T>
+void launch_team_gemm(const Backend& be, const GemmShape& s, int tiles) {
+  check_launch_thread<Backend, TeamPolicy<Backend>>(false);                           // 1
+  using Policy = TeamPolicy<Backend>;                                                 // 2
+  Policy policy(be.space, tiles, Tile::threads);
+  run("kten::gemm", be, policy, TeamGemmKernel<T, Tile, typename Policy::member_type>{s});
+}
+
+// An element type picked and a typed pointer taken by hand, around launch() (dist's mean did this).
+void divide(const Tensor& t, int by) {
+  with_backend(t.device(), [&](auto backend) {
+    with_dtype(t.dtype(), [&](auto zero) {                                            // 3
+      using T = decltype(zero);
+      for_each_index("kten::dist::mean", backend, t.numel(), DivideBy<T>{data_ptr<T>(t), T(by)});  // 4
+    });
+  });
+}
+
+// The forms the lint always caught.
+void direct(const Backend& be, std::int64_t n, const Tensor& t) {
+  Kokkos::parallel_for("kten::direct", n, Kernel{});                                 // 5
+  auto policy = Kokkos::RangePolicy<Kokkos::OpenMP>(0, n);                            // 6
+  float* p = static_cast<float*>(storage->data());                       // 7
+}
