@@ -121,6 +121,9 @@ Tensor sqrt(const Tensor& x) { return unary<Sqrt>("kten::sqrt", x); }
 Tensor abs(const Tensor& x) { return unary<Abs>("kten::abs", x); }
 Tensor neg(const Tensor& x) { return unary<Neg>("kten::neg", x); }
 Tensor relu(const Tensor& x) { return unary<Relu>("kten::relu", x); }
+Tensor detail::relu_grad(const Tensor& x, const Tensor& grad) {
+  return elementwise_binary("kten::relu_grad", x, grad, ReluGrad{});
+}
 Tensor sigmoid(const Tensor& x) { return unary<Sigmoid>("kten::sigmoid", x); }
 Tensor tanh(const Tensor& x) { return unary<Tanh>("kten::tanh", x); }
 

@@ -26,6 +26,8 @@ struct Sqrt { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const 
 struct Abs { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::fabs(x); } };
 struct Neg { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return -x; } };
 struct Relu { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x <= T(0) ? T(0) : x; } };
+/// \brief relu's gradient, the same test as Relu: where relu passed x (x > 0 or NaN), g passes.
+struct ReluGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x <= T(0) ? T(0) : g; } };
 struct Sigmoid {
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return T(1) / (T(1) + exp_approx(-x)); }
 };
@@ -56,6 +58,9 @@ struct Broadcast {
 
 /// \brief NumPy broadcasting of two shapes; ShapeError names the operation and the clash.
 Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b);
+
+/// \brief The gradient of relu at x: 0 where x <= 0, else grad (NaN x included, as in PyTorch).
+Tensor relu_grad(const Tensor& x, const Tensor& grad);
 
 /// \brief Sets every element of `t` to `value`.
 void fill(const Tensor& t, double value);

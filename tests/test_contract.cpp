@@ -1,10 +1,11 @@
-// The public contract's example (DESIGN.md section 1), verbatim in substance: if a name or a
-// signature drifts, this stops compiling; if a semantic drifts, it fails.
+// The public contract's walk-through (docs/architecture.md, "The public contract"; the README's
+// first example), verbatim in substance: if a name or a signature drifts, this stops compiling;
+// if a semantic drifts, it fails.
 #include <sstream>
 
 #include "support.hpp"
 
-TEST_CASE("the DESIGN.md section 1 walk-through compiles and behaves", "[contract]") {
+TEST_CASE("the public contract's walk-through compiles and behaves", "[contract]") {
   kten::Device c = kten::cpu();
   CHECK(c.str() == "cpu(0)");
   kten::Device g = kten::gpu(1);

@@ -278,7 +278,7 @@ TEMPLATE_TEST_CASE("matmul and transpose are right on odd shapes", "[ops][matmul
   CHECK_THROWS_AS(transpose(ones({3}, d, t)), ShapeError);
 }
 
-TEST_CASE("the DESIGN example computes on one device", "[ops]") {
+TEST_CASE("the contract's example computes on one device", "[ops]") {
   const Device d = test::device();
   auto X = ones({2, 3}, d);
   auto Y = rand({2, 3}, d, 42);

@@ -1,15 +1,10 @@
-// The layers' and optimisers' own kernels, bandwidth-bound like every elementwise operation.
+// The optimisers' own kernels, bandwidth-bound like every elementwise operation. (An op's
+// gradient lives beside its forward, in the op family's file.)
 #include "nn/kernels.hpp"
 
 #include "dispatch.hpp"
-#include "elementwise.hpp"
 
 namespace kten::detail {
-
-// The same test as Relu: where relu passed x (x > 0 or NaN), the gradient passes.
-struct ReluGrad {
-  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x <= T(0) ? T(0) : g; }
-};
 
 template <class T>
 struct SgdKernel {
@@ -18,8 +13,6 @@ struct SgdKernel {
   T lr, weight_decay;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { p[i] -= lr * (g[i] + weight_decay * p[i]); }
 };
-
-Tensor relu_grad(const Tensor& x, const Tensor& grad) { return elementwise_binary("kten::relu_grad", x, grad, ReluGrad{}); }
 
 void sgd_update(const Tensor& p, const Tensor& g, double lr, double weight_decay) {
   if (p.shape() != g.shape())

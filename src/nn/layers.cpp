@@ -8,7 +8,7 @@
 
 #include "checks.hpp"
 #include "dispatch.hpp"
-#include "nn/kernels.hpp"
+#include "elementwise.hpp"
 #include "linalg.hpp"
 
 namespace kten::nn {
