@@ -14,29 +14,26 @@ namespace kten::detail {
 inline constexpr bool has_gpu_backend =
     !std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 
-/// \brief cpu(): a host execution space over host memory, host algorithms. Space is the default
+/// \brief A host execution space over host memory: cpu(), or an emulated GPU. Space is the default
 /// host space, or Kokkos::Serial for threads that cannot use the OpenMP pool (README, "Thread model").
-template <class Space>
-struct HostOn {
+template <class Space, bool Emulated>
+struct HostMemoryBackend {
   using execution_space = Space;
   using memory_space = Kokkos::HostSpace;
-  /// \brief Host algorithms, and host code may touch the memory directly.
-  static constexpr bool is_host = true;
-  /// \brief An emulated GPU (KTEN_EMULATE_GPUS).
-  static constexpr bool emulated = false;
+  /// \brief Host algorithms, and host code may touch the memory directly (cpu()).
+  static constexpr bool is_host = !Emulated;
+  /// \brief An emulated GPU (KTEN_EMULATE_GPUS): host threads execute, over host memory, but every
+  /// "host or device" branch takes the device one, so tests run the code a GPU runs.
+  static constexpr bool emulated = Emulated;
   execution_space space;
 };
 
-/// \brief An emulated GPU (KTEN_EMULATE_GPUS): host threads execute, over host memory, but every
-/// "host or device" branch takes the device one, so tests run the code a GPU runs.
+/// \brief cpu() on Space.
 template <class Space>
-struct EmulatedGpuOn {
-  using execution_space = Space;
-  using memory_space = Kokkos::HostSpace;
-  static constexpr bool is_host = false;
-  static constexpr bool emulated = true;
-  execution_space space;
-};
+using HostOn = HostMemoryBackend<Space, false>;
+/// \brief An emulated GPU on Space.
+template <class Space>
+using EmulatedGpuOn = HostMemoryBackend<Space, true>;
 
 using HostBackend = HostOn<Kokkos::DefaultHostExecutionSpace>;
 using EmulatedGpuBackend = EmulatedGpuOn<Kokkos::DefaultHostExecutionSpace>;
