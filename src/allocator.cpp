@@ -19,6 +19,7 @@
 #include "checked.hpp"
 #include "dispatch.hpp"
 #include "emulated_memory.hpp"
+#include "fail.hpp"
 #include "storage.hpp"
 
 namespace kten {
@@ -47,9 +48,9 @@ std::optional<std::size_t> block_size(std::size_t bytes) {
 }
 
 OutOfMemory out_of_memory(const Device& device, std::size_t bytes, const char* what, const std::string& why) {
-  return OutOfMemory("kten: out of memory on " + device.str() + ": could not allocate " +
-                     human_bytes(static_cast<double>(bytes)) + " (" + std::to_string(bytes) + " bytes) for " + what +
-                     ". Free tensors you no longer need or use smaller batches. (" + why + ")");
+  return OutOfMemory(error_message("", "out of memory on ", device, ": could not allocate ",
+                                   human_bytes(static_cast<double>(bytes)), " (", bytes, " bytes) for ", what,
+                                   ". Free tensors you no longer need or use smaller batches. (", why, ")"));
 }
 
 struct Block {
@@ -206,8 +207,8 @@ std::shared_ptr<Storage> allocate_pinned(std::size_t bytes) {
       storage->owner = allocate_pinned_host(bytes, &storage->data);
     }
   } catch (const std::exception& e) {
-    throw OutOfMemory("kten: out of pinned host memory: could not allocate " + human_bytes(bytes) + " (" +
-                      std::to_string(bytes) + " bytes) (Kokkos: " + e.what() + ")");
+    fail<OutOfMemory>("", "out of pinned host memory: could not allocate ", human_bytes(bytes), " (", bytes,
+                      " bytes) (Kokkos: ", e.what(), ")");
   }
   if (!storage->owner) return nullptr;
   storage->bytes = bytes;

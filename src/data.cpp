@@ -14,6 +14,7 @@
 #include "dispatch.hpp"
 #include "storage.hpp"
 #include "checked.hpp"
+#include "fail.hpp"
 
 namespace kten::data {
 
@@ -45,22 +46,22 @@ Tensor gather_rows(const std::vector<Row>& rows, Tensor Batch::*part) {
 std::vector<Batch> Dataset::shard_batches(bool train, std::int64_t batch_size, std::uint64_t epoch,
                                           const Shard& shard) const {
   if (shard.count < 1 || shard.rank < 0 || shard.rank >= shard.count)
-    throw Error("kten: shard_batches(): rank " + std::to_string(shard.rank) + " of " +
-                std::to_string(shard.count) + " is not a shard; needs count >= 1 and 0 <= rank < count");
+    detail::fail("shard_batches()", "rank ", shard.rank, " of ", shard.count,
+                 " is not a shard; needs count >= 1 and 0 <= rank < count");
   if (shard.count == 1) return batches(train, batch_size, epoch);
-  if (batch_size < 1) throw ShapeError("kten: shard_batches(): batch_size must be >= 1");
+  if (batch_size < 1) detail::fail<ShapeError>("shard_batches()", "batch_size must be >= 1");
   const std::int64_t count = shard.count;
   if (batch_size > std::numeric_limits<std::int64_t>::max() / count)
-    throw ShapeError("kten: shard_batches(): batch_size " + std::to_string(batch_size) + " times " +
-                     std::to_string(count) + " ranks does not fit in 64 bits");
+    detail::fail<ShapeError>("shard_batches()", "batch_size ", batch_size, " times ", count,
+                             " ranks does not fit in 64 bits");
   // The epoch's batches of all ranks together; global row i goes to rank i % count (the global
   // batch size is a multiple of count, so this is the stride over the whole epoch's order).
   std::vector<Batch> global = batches(train, batch_size * count, epoch);
   std::int64_t total = 0;
   for (auto& b : global) {
     if (b.X.ndim() < 1 || b.y.ndim() < 1 || b.X.shape()[0] != b.y.shape()[0])
-      throw ShapeError("kten: shard_batches(): a batch's X (" + shape_str(b.X.shape()) + ") and y (" +
-                       shape_str(b.y.shape()) + ") must have one row per example");
+      detail::fail<ShapeError>("shard_batches()", "a batch's X (", b.X.shape(), ") and y (", b.y.shape(),
+                               ") must have one row per example");
     b = {b.X.to(cpu()), b.y.to(cpu())};
     total += b.X.shape()[0];
   }
@@ -87,13 +88,13 @@ std::vector<Batch> Dataset::shard_batches(bool train, std::int64_t batch_size, s
 SyntheticRegression::SyntheticRegression(std::vector<float> w, float b, float noise, std::int64_t num_train,
                                          std::int64_t num_val, std::uint64_t seed)
     : w_(std::move(w)), b_(b), num_train_(num_train), num_val_(num_val), seed_(seed) {
-  if (w_.empty()) throw ShapeError("kten: SyntheticRegression: w must have at least one weight");
+  if (w_.empty()) detail::fail<ShapeError>("SyntheticRegression", "w must have at least one weight");
   if (num_train < 1 || num_val < 0)
-    throw ShapeError("kten: SyntheticRegression: needs num_train >= 1 and num_val >= 0");
+    detail::fail<ShapeError>("SyntheticRegression", "needs num_train >= 1 and num_val >= 0");
   const auto total = detail::checked_add(num_train, num_val);
   if (!total)
-    throw ShapeError("kten: SyntheticRegression: num_train + num_val (" + std::to_string(num_train) + " + " +
-                     std::to_string(num_val) + ") does not fit in 64 bits");
+    detail::fail<ShapeError>("SyntheticRegression", "num_train + num_val (", num_train, " + ", num_val,
+                             ") does not fit in 64 bits");
   const std::int64_t n = *total, features = static_cast<std::int64_t>(w_.size());
   X_ = randn({n, features}, cpu(), seed);
   const Tensor w_column = tensor(w_, {features, 1});
@@ -101,7 +102,7 @@ SyntheticRegression::SyntheticRegression(std::vector<float> w, float b, float no
 }
 
 std::vector<Batch> SyntheticRegression::batches(bool train, std::int64_t batch_size, std::uint64_t epoch) const {
-  if (batch_size < 1) throw ShapeError("kten: batches(): batch_size must be >= 1");
+  if (batch_size < 1) detail::fail<ShapeError>("batches()", "batch_size must be >= 1");
   const std::int64_t first = train ? 0 : num_train_, count = train ? num_train_ : num_val_;
   std::vector<std::int64_t> order(count);
   std::iota(order.begin(), order.end(), first);

@@ -8,6 +8,7 @@
 
 #include "dispatch.hpp"
 #include "dist/hooks.hpp"
+#include "fail.hpp"
 #include "storage.hpp"
 
 namespace kten {
@@ -57,8 +58,8 @@ std::shared_ptr<const ProcessGroup> default_group() {
 DistributedDataParallel::DistributedDataParallel(nn::Module& module, std::shared_ptr<const ProcessGroup> group,
                                                  DDPOptions options)
     : module_(module), group_(std::move(group)), options_(options) {
-  if (!group_) throw Error("kten: DistributedDataParallel: the process group is null");
-  if (options_.bucket_bytes == 0) throw Error("kten: DistributedDataParallel: bucket_bytes must be > 0");
+  if (!group_) kten::detail::fail("DistributedDataParallel", "the process group is null");
+  if (options_.bucket_bytes == 0) kten::detail::fail("DistributedDataParallel", "bucket_bytes must be > 0");
   set_device(module_.device());
   if (all_shaped()) broadcast_parameters();
   else broadcast_pending_ = true;
@@ -131,8 +132,8 @@ void DistributedDataParallel::build_buckets() {
 
 void DistributedDataParallel::exchange(Part part) {
   if (!all_shaped())
-    throw Error("kten: DistributedDataParallel: some parameters have no shape yet (lazy layers); "
-                "call forward once before averaging gradients");
+    kten::detail::fail("DistributedDataParallel", "some parameters have no shape yet (lazy layers); "
+                       "call forward once before averaging gradients");
   // Rebuild when the parameters changed (moved, reloaded, layers added) since the buckets were made.
   std::vector<nn::Parameter*> current;
   for (const auto& [name, p] : module_.named_parameters()) current.push_back(p);
@@ -154,7 +155,7 @@ void DistributedDataParallel::exchange(Part part) {
     std::size_t offset = 0;
     for (nn::Parameter* p : b.parameters) {
       const Tensor& t = part == Part::grad ? p->grad : p->value;
-      if (!t.defined()) throw Error("kten: DistributedDataParallel: a parameter has no gradient tensor");
+      if (!t.defined()) kten::detail::fail("DistributedDataParallel", "a parameter has no gradient tensor");
       copy_at(t, 0, b.flat, offset, t.nbytes());
       offset += t.nbytes();
     }

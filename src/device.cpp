@@ -12,6 +12,7 @@
 #include <kten/errors.hpp>
 
 #include "backend_glue.hpp"
+#include "fail.hpp"
 
 namespace kten {
 
@@ -39,8 +40,8 @@ const Emulation& emulation() {
     char* end = nullptr;
     const long n = std::strtol(env, &end, 10);
     if (*end != '\0' || n < 0 || n > 64)
-      r.error = std::string("kten: KTEN_EMULATE_GPUS must be a number of GPUs from 0 to 64, got '") + env +
-                "'; unset it to use real devices";
+      r.error = detail::error_message("", "KTEN_EMULATE_GPUS must be a number of GPUs from 0 to 64, got '", env,
+                                      "'; unset it to use real devices");
     else
       r.count = static_cast<int>(n);
     return r;
@@ -70,9 +71,9 @@ void initialize_kokkos(int& argc, char* argv[]) {
   if (detail::gpu_backend_name() != nullptr) {
     const std::string problem = detail::gpu_runtime_problem();
     if (!problem.empty())
-      throw Error(std::string("kten: this build runs its kernels on ") + detail::gpu_backend_name() +
-                  " GPUs, but no usable GPU was found (" + problem +
-                  "). Run it on a node with a GPU, or use a CPU build of kten (cmake --preset cpu)");
+      detail::fail("", "this build runs its kernels on ", detail::gpu_backend_name(),
+                   " GPUs, but no usable GPU was found (", problem,
+                   "). Run it on a node with a GPU, or use a CPU build of kten (cmake --preset cpu)");
   }
   const int count = argv != nullptr ? argc : 0;
   std::vector<char*> kokkos_args{count > 0 ? argv[0] : nullptr};
@@ -113,24 +114,24 @@ void require_available(const Device& device) {
   if (device.is_cpu()) return;
   const int n = num_gpus();
   if (device.index() >= 0 && device.index() < n) return;
-  std::string msg = "kten: " + device.str() + " is not available: ";
+  std::string why;
   if (gpus_are_emulated()) {
-    msg += "KTEN_EMULATE_GPUS provides " + std::to_string(n) + " emulated GPU(s), gpu(0) to gpu(" +
-           std::to_string(n - 1) + ")";
+    why = "KTEN_EMULATE_GPUS provides " + std::to_string(n) + " emulated GPU(s), gpu(0) to gpu(" +
+          std::to_string(n - 1) + ")";
   } else if (!emulation().error.empty()) {
-    msg += emulation().error;
+    why = emulation().error;
   } else if (detail::gpu_backend_name() == nullptr) {
-    msg += "this is a host-only build (its Kokkos has no GPU backend), so there are no GPUs; "
-           "use cpu(), or try_gpu() which falls back to cpu()";
+    why = "this is a host-only build (its Kokkos has no GPU backend), so there are no GPUs; "
+          "use cpu(), or try_gpu() which falls back to cpu()";
   } else if (n == 0) {
-    msg += std::string("no ") + detail::gpu_backend_name() +
-           " device was found on this machine; use cpu(), or try_gpu() which falls back to cpu()";
+    why = std::string("no ") + detail::gpu_backend_name() +
+          " device was found on this machine; use cpu(), or try_gpu() which falls back to cpu()";
   } else {
-    msg += "kten drives one GPU per process, gpu(0) (device " + std::to_string(detail::kokkos_gpu_device()) +
-           "); " + std::to_string(detail::gpu_device_count()) +
-           " are visible. Pick another one with --kokkos-device-id=N (or one MPI rank per GPU)";
+    why = "kten drives one GPU per process, gpu(0) (device " + std::to_string(detail::kokkos_gpu_device()) +
+          "); " + std::to_string(detail::gpu_device_count()) +
+          " are visible. Pick another one with --kokkos-device-id=N (or one MPI rank per GPU)";
   }
-  throw DeviceUnavailable(msg);
+  detail::fail<DeviceUnavailable>("", device, " is not available: ", why);
 }
 
 ScopeGuard::ScopeGuard(int& argc, char* argv[]) {

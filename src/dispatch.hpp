@@ -1,6 +1,6 @@
 #pragma once
 // Internal: everything a kernel needs to run, one header per concern under dispatch/ (the lint,
-// cmake/KtenLintDispatch.cmake, keeps Kokkos policies, launches and typed pointers there):
+// cmake/KtenLint.cmake, keeps Kokkos policies, launches and typed pointers there):
 //   backends.hpp         runtime Device -> backend (execution-space instance + memory space)
 //   dtypes.hpp           runtime DType -> element type
 //   host_threads.hpp     Kokkos 3.4's thread-pool and scratch rules for launches from any thread

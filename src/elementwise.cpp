@@ -46,8 +46,7 @@ Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   const int rank = static_cast<int>(std::max(a.size(), b.size()));
   bc.shape.assign(rank, 1);
   if (rank > kMaxRank)
-    throw ShapeError("kten: " + op_name(op) + ": broadcasting supports up to " + std::to_string(kMaxRank) +
-                     " dimensions, got " + shape_str(a) + " and " + shape_str(b));
+    fail<ShapeError>(op, "broadcasting supports up to ", kMaxRank, " dimensions, got ", a, " and ", b);
   bc.index.rank = rank;
   std::int64_t sa = 1, sb = 1;
   for (int d = rank - 1; d >= 0; --d) {
@@ -56,9 +55,8 @@ Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
     const std::int64_t ea = da >= 0 ? a[da] : 1;
     const std::int64_t eb = db >= 0 ? b[db] : 1;
     if (ea != eb && ea != 1 && eb != 1)
-      throw ShapeError("kten: " + op_name(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
-                       " cannot be broadcast (axis " + std::to_string(d) + ": " + std::to_string(ea) +
-                       " vs " + std::to_string(eb) + "); extents must match or be 1");
+      fail<ShapeError>(op, "shapes ", a, " and ", b, " cannot be broadcast (axis ", d, ": ", ea, " vs ", eb,
+                       "); extents must match or be 1");
     const std::int64_t e = ea == 1 ? eb : ea;
     bc.shape[d] = e;
     bc.index.extent[d] = e == 0 ? 1 : e;
@@ -106,8 +104,8 @@ Tensor fma(const Tensor& a, const Tensor& b, const Tensor& c) {
   check_compatible(label, a, b);
   check_compatible(label, a, c);
   if (a.shape() != b.shape() || a.shape() != c.shape())
-    throw ShapeError("kten: fma: shapes " + shape_str(a.shape()) + ", " + shape_str(b.shape()) + " and " +
-                     shape_str(c.shape()) + " differ; fma needs equal shapes (use a * b + c to broadcast)");
+    fail<ShapeError>(label, "shapes ", a.shape(), ", ", b.shape(), " and ", c.shape(),
+                     " differ; fma needs equal shapes (use a * b + c to broadcast)");
   Tensor out = empty(a.shape(), a.device(), a.dtype());
   launch_each_index(label, a.numel(), [](auto* x, auto* y, auto* z, auto* o) {
     return FmaKernel<std::remove_pointer_t<decltype(o)>>{x, y, z, o};

@@ -36,8 +36,7 @@ template <class T>
 Tensor from_values(const std::vector<T>& values, const Shape& shape, const Device& device) {
   const auto n = detail::checked_numel(shape, "tensor()");
   if (static_cast<std::int64_t>(values.size()) != n)
-    throw ShapeError("kten: tensor(): " + std::to_string(values.size()) + " values do not fill shape " +
-                     shape_str(shape) + " (" + std::to_string(n) + " elements)");
+    detail::fail<ShapeError>("tensor()", values.size(), " values do not fill shape ", shape, " (", n, " elements)");
   return detail::from_host(values.data(), shape, dtype_of<T>(), device);
 }
 
@@ -49,8 +48,7 @@ Tensor from_rows(std::initializer_list<std::initializer_list<T>> rows, const Dev
   std::size_t r = 0;
   for (const auto& row : rows) {
     if (row.size() != cols)
-      throw ShapeError("kten: tensor(): ragged rows: row 0 has " + std::to_string(cols) + " values, row " +
-                       std::to_string(r) + " has " + std::to_string(row.size()));
+      detail::fail<ShapeError>("tensor()", "ragged rows: row 0 has ", cols, " values, row ", r, " has ", row.size());
     values.insert(values.end(), row.begin(), row.end());
     ++r;
   }
@@ -98,16 +96,16 @@ std::string number(double v) {
 // to +0 although start != stop (a step past the span, an infinite one included: arange(0, 10, inf)
 // is [0]). A length that is NaN or outside int64 is an error, as in NumPy, never a cast.
 std::int64_t arange_length(double start, double stop, double step) {
-  const std::string call = "kten: arange(" + number(start) + ", " + number(stop) + ", " + number(step) + "): ";
+  const auto call = [&] { return "arange(" + number(start) + ", " + number(stop) + ", " + number(step) + ")"; };
   if (std::isnan(start) || std::isnan(stop) || std::isnan(step))
-    throw ShapeError(call + "start, stop and step must not be NaN");
-  if (step == 0.0) throw ShapeError(call + "step must not be 0");
+    detail::fail<ShapeError>(call(), "start, stop and step must not be NaN");
+  if (step == 0.0) detail::fail<ShapeError>(call(), "step must not be 0");
   const double delta = stop - start, span = delta / step;
   if (span == 0.0 && delta != 0.0) return std::signbit(span) ? 0 : 1;
   const double length = std::ceil(span);
   if (!(length >= -0x1p63 && length < 0x1p63))
-    throw ShapeError(call + "the length ceil((stop - start) / step) = " + number(length) +
-                     " is not a number that fits in 64 bits");
+    detail::fail<ShapeError>(call(), "the length ceil((stop - start) / step) = ", number(length),
+                             " is not a number that fits in 64 bits");
   return length > 0 ? static_cast<std::int64_t>(length) : 0;
 }
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // Internal: the one way kten builds an error message (kokkos-fft's KOKKOSFFT_THROW_IF and ArborX's
 // ARBORX_ASSERT are the pattern): fail<ShapeError>(op, "shapes ", a.shape(), " and ", b.shape(), ...)
-// throws ShapeError("kten: <op>: shapes [2, 3] and [4] ..."). The parts are formatted only when
+// throws ShapeError("kten: <op>: shapes 2x3 and 4 ..."). The parts are formatted only when
 // it throws, so a check costs a comparison. Every message says what was wrong and what to do.
 
 #include <sstream>
@@ -16,12 +16,6 @@
 
 namespace kten::detail {
 
-/// \brief "add" for the kernel label "kten::add" (messages already start with "kten: "), other
-/// names (a layer's, "load('model.kten')") as they are.
-inline std::string op_name(std::string_view op) {
-  return std::string(op.substr(0, 6) == "kten::" ? op.substr(6) : op);
-}
-
 /// \brief Writes one part of a message: shapes as [2, 3], devices as cpu(0), dtypes by name,
 /// anything else as an ostream prints it.
 template <class Part>
@@ -32,12 +26,15 @@ void write_part(std::ostringstream& out, const Part& part) {
   else out << part;
 }
 
-/// \brief The message "kten: <op>: <parts...>" (just "kten: <parts...>" when op is empty).
+/// \brief The message "kten: <op>: <parts...>" (just "kten: <parts...>" when op is empty). A kernel
+/// label's "kten::" is dropped ("kten::add" reads "add"); other names (a layer's,
+/// "load('model.kten')") stay as they are.
 template <class... Parts>
 std::string error_message(std::string_view op, const Parts&... parts) {
   std::ostringstream out;
   out << "kten: ";
-  if (!op.empty()) out << op_name(op) << ": ";
+  if (op.substr(0, 6) == "kten::") op.remove_prefix(6);
+  if (!op.empty()) out << op << ": ";
   (write_part(out, parts), ...);
   return out.str();
 }

@@ -23,6 +23,7 @@
 #include "kokkos_compat.hpp"
 
 #include "dispatch.hpp"
+#include "fail.hpp"
 #include "host_isa.hpp"
 
 namespace kten::detail {
@@ -430,7 +431,7 @@ template <class Tile, class Backend, class T>
 void launch_team_gemm(const Backend& backend, const T* A, const T* B, T* C, const T* bias, bool accumulate,
                       const GemmShape& s) {
   const std::int64_t tiles_n = (s.n + Tile::BN - 1) / Tile::BN, tiles = ((s.m + Tile::BM - 1) / Tile::BM) * tiles_n;
-  if (tiles > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than a GPU launch can hold");
+  if (tiles > INT32_MAX) fail<ShapeError>("matmul", "the product has more tiles than a GPU launch can hold");
   run(gemm_label, backend, fixed_team_policy(backend, static_cast<int>(tiles), Tile::threads, TeamScratch{0, Tile::scratch_bytes}),
       TeamGemmKernel<T, Tile, TeamMember<Backend>>{{A, B, C, bias, accumulate, s, tiles_n}});
 }
@@ -439,7 +440,7 @@ void launch_team_gemm(const Backend& backend, const T* A, const T* B, T* C, cons
 template <class Backend, class T>
 void run_host_gemm(const Backend& backend, const HostGemmPlan& plan, const T* A, const T* B, T* C, const T* bias,
                    bool accumulate, const GemmShape& s) {
-  if (plan.tiles() > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than one launch can hold");
+  if (plan.tiles() > INT32_MAX) fail<ShapeError>("matmul", "the product has more tiles than one launch can hold");
   using Kernel = HostGemmKernel<T, TeamMember<Backend>>;
   run(gemm_label, backend, fixed_team_policy(backend, static_cast<int>(plan.tiles()), 1, TeamScratch{1, Kernel::scratch_bytes(plan)}),
       Kernel{{A, B, C, bias, accumulate, s, plan.tiles_n}, plan});

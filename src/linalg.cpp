@@ -47,13 +47,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_compatible("kten::matmul", a, b);
   const bool matvec = a.ndim() == 2 && b.ndim() == 1;
   if (a.ndim() != 2 || (b.ndim() != 2 && !matvec))
-    throw ShapeError("kten: matmul: expects (m x k) * (k x n) or (m x k) * (k), got " + shape_str(a.shape()) +
-                     " and " + shape_str(b.shape()));
+    detail::fail<ShapeError>("kten::matmul", "expects (m x k) * (k x n) or (m x k) * (k), got ", a.shape(), " and ",
+                             b.shape());
   const std::int64_t m = a.shape()[0], k = a.shape()[1];
   const std::int64_t n = matvec ? 1 : b.shape()[1];
   if (b.shape()[0] != k)
-    throw ShapeError("kten: matmul: inner dimensions differ: " + shape_str(a.shape()) + " * " +
-                     shape_str(b.shape()) + " (" + std::to_string(k) + " vs " + std::to_string(b.shape()[0]) + ")");
+    detail::fail<ShapeError>("kten::matmul", "inner dimensions differ: ", a.shape(), " * ", b.shape(), " (", k, " vs ",
+                             b.shape()[0], ")");
   Tensor out = empty(matvec ? Shape{m} : Shape{m, n}, a.device(), a.dtype());
   detail::gemm(a, false, b, false, out, nullptr, false);
   return out;
@@ -63,7 +63,7 @@ Tensor transpose(const Tensor& x) {
   constexpr const char* label = "kten::transpose";
   detail::check_defined(x, label);
   if (x.ndim() != 2)
-    throw ShapeError("kten: transpose: expects a 2-D tensor, got shape " + shape_str(x.shape()));
+    detail::fail<ShapeError>(label, "expects a 2-D tensor, got shape ", x.shape());
   const std::int64_t rows = x.shape()[0], cols = x.shape()[1];
   Tensor out = empty({cols, rows}, x.device(), x.dtype());
   detail::launch_each_index(label, rows * cols, [&](auto* in, auto* o) {

@@ -4,6 +4,7 @@
 
 #include <kten/optim.hpp>
 
+#include "fail.hpp"
 #include "nn/kernels.hpp"
 
 namespace kten::optim {
@@ -13,7 +14,7 @@ namespace {
 // kten refuses a negative one too.
 float checked_hyperparameter(float value, const char* what) {
   if (!(std::isfinite(value) && value >= 0.f))
-    throw Error(std::string("kten: SGD: the ") + what + " must be a finite number >= 0, got " + std::to_string(value));
+    detail::fail("SGD", "the ", what, " must be a finite number >= 0, got ", std::to_string(value));
   return value;
 }
 }  // namespace

@@ -247,8 +247,7 @@ Tensor reduce_all(const Tensor& x) {
   constexpr const char* op = Reduction::label;
   check_defined(x, op);
   if (Reduction::is_max && x.numel() == 0)
-    throw ShapeError("kten: " + op_name(op) + ": the tensor is empty (shape " + shape_str(x.shape()) +
-                     "), so it has no largest element");
+    fail<ShapeError>(op, "the tensor is empty (shape ", x.shape(), "), so it has no largest element");
   Tensor out = empty({}, x.device(), x.dtype());
   launch(op, [&](const auto& backend, auto* in, auto* result) { reduce_all_kernel(backend, op, in, result, x.numel(), Reduction{}); },
          x, out);
@@ -262,8 +261,7 @@ Tensor reduce_axis(const Tensor& x, int axis) {
   const int a = normalize_axis(op, x, axis);
   const Shape& s = x.shape();
   if (Reduction::is_max && s[a] == 0)
-    throw ShapeError("kten: " + op_name(op) + ": axis " + std::to_string(axis) + " of shape " +
-                     shape_str(s) + " is empty, so it has no largest element");
+    fail<ShapeError>(op, "axis ", axis, " of shape ", s, " is empty, so it has no largest element");
   std::int64_t outer = 1, inner = 1;
   for (int d = 0; d < a; ++d) outer *= s[d];
   for (int d = a + 1; d < x.ndim(); ++d) inner *= s[d];

@@ -9,6 +9,7 @@
 #include "kokkos_compat.hpp"
 
 #include "dispatch.hpp"
+#include "fail.hpp"
 #include "runtime_internal.hpp"
 
 namespace kten {
@@ -73,13 +74,13 @@ void note_host_sync(const Device& device, const char* cause, bool implicit) {
     const std::string what = std::string("implicit host synchronisation: ") + cause +
                              " waits for " + device.str();
     if (mode == SyncDebug::Error)
-      throw SyncError("kten: " + what +
+      fail<SyncError>("", what,
                       " (sync debug mode is Error). Keep values on the device, e.g. accumulate "
                       "losses in a tensor and read it once, or set_sync_debug_mode(SyncDebug::Off)");
     if (mode == SyncDebug::Warn) {
       static std::mutex m;
       std::lock_guard<std::mutex> lock(m);
-      std::cerr << "kten: warning: " << what << '\n';
+      std::cerr << error_message("", "warning: ", what) << '\n';
     }
   }
   ++counters().syncs;

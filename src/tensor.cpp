@@ -21,11 +21,10 @@ std::int64_t checked_numel(const Shape& shape, const char* op) {
   std::int64_t n = 1;
   for (auto e : shape) {
     if (e < 0)
-      throw ShapeError("kten: " + op_name(op) + ": negative extent in shape " + shape_str(shape));
+      fail<ShapeError>(op, "negative extent in shape ", shape);
     const auto product = checked_mul(n, e);
     if (!product)
-      throw ShapeError("kten: " + op_name(op) + ": shape " + shape_str(shape) +
-                       " has more elements than fit in 64 bits");
+      fail<ShapeError>(op, "shape ", shape, " has more elements than fit in 64 bits");
     n = *product;
   }
   return n;
@@ -34,10 +33,9 @@ std::int64_t checked_numel(const Shape& shape, const char* op) {
 std::size_t checked_nbytes(std::int64_t numel, DType dtype, const Device& device, const char* op) {
   const auto bytes = checked_mul(static_cast<std::size_t>(numel), dtype_size(dtype));
   if (!bytes)
-    throw OutOfMemory("kten: out of memory on " + device.str() + ": " + op_name(op) + " needs " +
-                      std::to_string(numel) + " " + dtype_name(dtype) + " elements of " +
-                      std::to_string(dtype_size(dtype)) + " bytes (" +
-                      human_bytes(static_cast<double>(numel) * static_cast<double>(dtype_size(dtype))) +
+    fail<OutOfMemory>("", "out of memory on ", device, ": ", op, " needs ", numel, " ", dtype, " elements of ",
+                      dtype_size(dtype), " bytes (",
+                      human_bytes(static_cast<double>(numel) * static_cast<double>(dtype_size(dtype))),
                       "), more than a 64-bit byte count can hold");
   return *bytes;
 }
@@ -48,20 +46,17 @@ namespace {
 void check_view_space(const Device& device, const ViewRequest& r, const char* op) {
   const char* wanted = with_backend(device, [](auto backend) { return decltype(backend)::memory_space::name(); });
   if (std::strcmp(r.memory_space, wanted) != 0)
-    throw Error("kten: " + op_name(op) + ": a View in memory space " + r.memory_space + " does not fit a tensor on " +
-                device.str() + ", whose memory space is " + wanted +
-                "; deep_copy between the spaces, or use the matching device");
+    fail(op, "a View in memory space ", r.memory_space, " does not fit a tensor on ", device,
+         ", whose memory space is ", wanted, "; deep_copy between the spaces, or use the matching device");
 }
 }  // namespace
 
 void* checked_view_data(const Tensor& t, const ViewRequest& r) {
   check_defined(t, "view()");
   if (r.dtype != t.dtype())
-    throw DTypeError(std::string("kten: view(): the View holds ") + dtype_name(r.dtype) +
-                     " but the tensor is " + dtype_name(t.dtype()));
+    fail<DTypeError>("view()", "the View holds ", r.dtype, " but the tensor is ", t.dtype());
   if (r.rank != t.ndim())
-    throw ShapeError("kten: view(): the View has rank " + std::to_string(r.rank) +
-                     " but the tensor has shape " + shape_str(t.shape()));
+    fail<ShapeError>("view()", "the View has rank ", r.rank, " but the tensor has shape ", t.shape());
   check_view_space(t.device(), r, "view()");
   return t.data();
 }
@@ -120,7 +115,7 @@ void* Tensor::data() const {
 Tensor Tensor::reshape(Shape shape) const {
   detail::check_defined(*this, "reshape()");
   if (std::count(shape.begin(), shape.end(), -1) > 1)
-    throw ShapeError("kten: reshape(): at most one extent may be -1, got " + shape_str(shape));
+    detail::fail<ShapeError>("reshape()", "at most one extent may be -1, got ", shape);
   // The product of the given extents, with -1 counting as 1: ShapeError for a negative extent or
   // a product past 64 bits.
   const auto inferred = std::find(shape.begin(), shape.end(), -1);
@@ -129,12 +124,12 @@ Tensor Tensor::reshape(Shape shape) const {
   const std::int64_t known = detail::checked_numel(given, "reshape()"), n = numel();
   if (inferred != shape.end()) {
     if (known == 0 || n % known != 0)
-      throw ShapeError("kten: reshape(): cannot infer the -1 extent of " + shape_str(shape) + " for " +
-                       std::to_string(n) + " elements (shape " + shape_str(shape_) + ")");
+      detail::fail<ShapeError>("reshape()", "cannot infer the -1 extent of ", shape, " for ", n, " elements (shape ",
+                               shape_, ")");
     *inferred = n / known;
   } else if (known != n) {
-    throw ShapeError("kten: reshape(): cannot view " + std::to_string(n) + " elements (shape " + shape_str(shape_) +
-                     ") as shape " + shape_str(shape) + " (" + std::to_string(known) + " elements)");
+    detail::fail<ShapeError>("reshape()", "cannot view ", n, " elements (shape ", shape_, ") as shape ", shape, " (",
+                             known, " elements)");
   }
   return Tensor(storage_, std::move(shape), dtype_);
 }

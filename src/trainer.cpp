@@ -11,12 +11,13 @@
 #include <kten/trainer.hpp>
 
 #include "dispatch.hpp"
+#include "fail.hpp"
 
 namespace kten {
 
 Trainer::Trainer(int max_epochs, int num_gpus)
     : max_epochs_(max_epochs), device_(num_gpus > 0 ? try_gpu() : cpu()), progress_(&std::cout) {
-  if (max_epochs < 0) throw Error("kten: Trainer: max_epochs must be >= 0");
+  if (max_epochs < 0) detail::fail("Trainer", "max_epochs must be >= 0");
 }
 
 data::Batch Trainer::prepare_batch(const data::Batch& batch) const {
@@ -50,7 +51,7 @@ void on_every_rank(const dist::ProcessGroup& group, bool runs_here, const std::s
   const Tensor ok = full({1}, failure ? 0.0 : 1.0);
   group.all_reduce(ok, dist::ReduceOp::min);
   if (failure) std::rethrow_exception(failure);
-  if (ok.item<float>() == 0.f) throw Error("kten: Trainer: " + what + " failed on another rank (see its message)");
+  if (ok.item<float>() == 0.f) detail::fail("Trainer", what, " failed on another rank (see its message)");
 }
 }  // namespace
 
@@ -93,8 +94,8 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
     } train_rows, val_rows;
     auto add = [&](Tensor& sum, const Tensor& batch_loss, std::int64_t rows, BatchRows& weight) {
       if (batch_loss.numel() != 1)
-        throw ShapeError("kten: Trainer: the loss must be one number (a 0-d tensor), got shape " +
-                         shape_str(batch_loss.shape()));
+        detail::fail<ShapeError>("Trainer", "the loss must be one number (a 0-d tensor), got shape ",
+                                 batch_loss.shape());
       if (weight.count != rows) weight = {rows, full({}, static_cast<double>(rows), device_)};
       const Tensor value = batch_loss.astype(float32);
       sum = fma(value.ndim() == 0 ? value : value.reshape({}), weight.value, sum);

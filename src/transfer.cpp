@@ -67,12 +67,18 @@ void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) {
 void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) {
   check_defined(t, what);
   if (t.dtype() != expected)
-    throw DTypeError(std::string("kten: ") + what + " asked for " + dtype_name(expected) +
-                     " values from a " + dtype_name(t.dtype()) + " tensor; use the matching type (" +
-                     (t.dtype() == DType::float32 ? "float" : "double") + ") or .astype(...) first");
+    fail<DTypeError>("", what, " asked for ", expected, " values from a ", t.dtype(),
+                     " tensor; use the matching type (", t.dtype() == DType::float32 ? "float" : "double",
+                     ") or .astype(...) first");
   note_host_sync(t.device(), what, /*implicit=*/true);
   Storage host{dst, t.nbytes(), cpu(), nullptr};
   copy_bytes(*t.storage(), host, t.nbytes());
+}
+
+void read_item(const Tensor& t, void* dst, DType expected) {
+  if (t.defined() && t.numel() != 1)  // an undefined tensor gets read_to_host's "undefined" error
+    fail<ShapeError>("", "item() needs a tensor with exactly one element, got shape ", t.shape());
+  read_to_host(t, dst, expected, "item()");
 }
 
 Tensor from_host(const void* values, const Shape& shape, DType dtype, const Device& device) {
@@ -100,15 +106,15 @@ void Tensor::copy_from(const Tensor& src) const {
   detail::check_defined(*this, "copy_from()");
   detail::check_defined(src, "copy_from()");
   if (src.shape() != shape_ || src.dtype() != dtype_)
-    throw ShapeError("kten: copy_from(): source " + shape_str(src.shape()) + " " + dtype_name(src.dtype()) +
-                     " does not match destination " + shape_str(shape_) + " " + dtype_name(dtype_));
+    detail::fail<ShapeError>("copy_from()", "source ", src.shape(), " ", src.dtype(), " does not match destination ",
+                             shape_, " ", dtype_);
   detail::copy_bytes(*src.storage(), *storage_, nbytes());
 }
 
 Tensor Tensor::pin_memory() const {
   detail::check_defined(*this, "pin_memory()");
   if (!device().is_cpu())
-    throw Error("kten: pin_memory(): only host tensors can be pinned; this one is on " + device().str());
+    detail::fail("pin_memory()", "only host tensors can be pinned; this one is on ", device());
   if (storage_->pinned) return *this;
   auto storage = detail::allocate_pinned(nbytes());
   if (!storage) return *this;  // no GPU backend and no emulated GPUs: nothing would DMA from it

@@ -28,6 +28,8 @@ class Tensor;
 namespace detail {
 struct Storage;
 void read_to_host(const Tensor& t, void* dst, DType expected, const char* what);
+/// \brief read_to_host of a one-element tensor's value; ShapeError for any other.
+void read_item(const Tensor& t, void* dst, DType expected);
 }  // namespace detail
 
 /// \brief A dense row-major array of float32 or float64 living on one Device.
@@ -90,11 +92,8 @@ class Tensor {
   /// \brief The value of a one-element tensor; synchronises with the device. T must match dtype().
   template <class T>
   T item() const {
-    if (defined() && numel() != 1)  // an undefined tensor gets read_to_host's "undefined" error
-      throw ShapeError("kten: item() needs a tensor with exactly one element, got shape " +
-                       shape_str(shape_));
     T value{};
-    detail::read_to_host(*this, &value, dtype_of<T>(), "item()");
+    detail::read_item(*this, &value, dtype_of<T>());
     return value;
   }
 

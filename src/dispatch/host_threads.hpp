@@ -10,6 +10,7 @@
 
 #include <kten/errors.hpp>
 
+#include "../fail.hpp"
 #include "backends.hpp"
 
 namespace kten::detail {
@@ -45,8 +46,8 @@ void check_launch_thread(bool reduces) {
 #ifdef KOKKOS_ENABLE_OPENMP
   if constexpr (std::is_same_v<typename Backend::execution_space, Kokkos::OpenMP>) {
     if ((reduces || IsTeamPolicy<Policy>::value) && !host_pool_usable_here())
-      throw ThreadError(
-          "kten: this operation needs Kokkos' OpenMP thread pool, which serves only the thread that "
+      fail<ThreadError>(
+          "", "this operation needs Kokkos' OpenMP thread pool, which serves only the thread that "
           "initialised Kokkos (Kokkos 3) and never code inside an OpenMP parallel region, and this "
           "Kokkos build has no Serial backend for kten to run it on instead. Call it from the thread "
           "that initialised Kokkos, outside parallel regions, or use a Kokkos built with "

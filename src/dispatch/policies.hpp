@@ -1,5 +1,5 @@
 #pragma once
-// Internal: the only Kokkos execution policies kten builds (the lint, cmake/KtenLintDispatch.cmake,
+// Internal: the only Kokkos execution policies kten builds (the lint, cmake/KtenLint.cmake,
 // rejects any other), and where a cpu() kernel runs by its size (the serial grain).
 
 #include <cstddef>

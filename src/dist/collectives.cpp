@@ -197,8 +197,9 @@ class StallWatch {
     if (abort_now) abort(os.str() + " (KTEN_STALL_ABORT_SECONDS / StallOptions::abort_seconds)");
     if (s_.rank == here.front()) {  // one report per stall, from the lowest waiting rank
       std::ostream& log = s_.stall.log ? *s_.stall.log : std::cerr;
-      log << "kten: warning: stall: " << os.str()
-          << " (KTEN_STALL_WARNING_SECONDS / StallOptions::warning_seconds)" << std::endl;
+      log << kten::detail::error_message("", "warning: stall: ", os.str(),
+                                         " (KTEN_STALL_WARNING_SECONDS / StallOptions::warning_seconds)")
+          << std::endl;
     }
     query_ = 0;
     next_check_ = next_due(waited);
@@ -282,11 +283,11 @@ void agree(CommState& s, const Fingerprint& mine) {
     if (it == groups.end()) groups.push_back({d, {r}});
     else it->second.push_back(r);
   }
-  std::string message = "kten: dist: the ranks do not agree on collective #" + std::to_string(s.sequence) +
-                        "; every rank must call the same collective with the same dtype, shape, reduction and "
-                        "root, and valid arguments:";
-  for (const auto& [d, ranks] : groups) message += "\n  " + ranks_word(ranks) + ": " + d;
-  throw CollectiveMismatch(message);
+  std::string passed;
+  for (const auto& [d, ranks] : groups) passed += "\n  " + ranks_word(ranks) + ": " + d;
+  kten::detail::fail<CollectiveMismatch>("dist", "the ranks do not agree on collective #", s.sequence,
+                                         "; every rank must call the same collective with the same dtype, shape, "
+                                         "reduction and root, and valid arguments:", passed);
 }
 
 // --- phase 2: payload ---------------------------------------------------------------------------

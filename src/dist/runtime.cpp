@@ -22,6 +22,7 @@
 #include <kten/dist.hpp>
 #include <kten/dist_mpi.hpp>
 
+#include "../fail.hpp"
 #include "backend_glue.hpp"
 #include "hooks.hpp"
 #include "state.hpp"
@@ -57,7 +58,7 @@ double seconds_from_environment(const char* name, double fallback) {
   char* end = nullptr;
   const double v = std::strtod(env, &end);
   if (*end != '\0' || !(v >= 0))
-    throw Error(std::string("kten: ") + name + " must be a number of seconds >= 0, got '" + env + "'");
+    kten::detail::fail("", name, " must be a number of seconds >= 0, got '", env, "'");
   return v;
 }
 
@@ -135,7 +136,7 @@ void start(int* argc, char*** argv) {
   int initialised = 0, finalised = 0;
   MPI_Initialized(&initialised);
   MPI_Finalized(&finalised);
-  if (finalised) throw Error("kten: dist::init(): MPI has been finalised already; it cannot start again");
+  if (finalised) kten::detail::fail("dist::init()", "MPI has been finalised already; it cannot start again");
   if (!initialised) {
     int provided = 0;
     detail::check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
@@ -177,8 +178,8 @@ std::shared_ptr<Communicator> world() {
   Runtime& r = runtime();
   std::lock_guard<std::mutex> lock(r.mutex);
   if (!r.initialised)
-    throw Error("kten: dist::world(): kten::dist is not initialised; construct a kten::dist::Guard at the top "
-                "of main() (or call kten::dist::init)");
+    kten::detail::fail("dist::world()", "kten::dist is not initialised; construct a kten::dist::Guard at the top "
+                       "of main() (or call kten::dist::init)");
   return r.world;
 }
 
@@ -189,7 +190,7 @@ bool gpu_aware() {
     if (!env || !*env) continue;
     if (std::strcmp(env, "1") == 0) return true;
     if (std::strcmp(env, "0") == 0) return false;
-    throw Error(std::string("kten: ") + name + " must be 1 or 0, got '" + env + "'");
+    kten::detail::fail("", name, " must be 1 or 0, got '", env, "'");
   }
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   if (std::strcmp(detail::gpu_backend_name() ? detail::gpu_backend_name() : "", "Cuda") == 0)
@@ -210,7 +211,7 @@ void abort(const std::string& message, int exit_code) {
   int rank = -1;
   if (mpi_is_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   // One write, so the line cannot interleave with the MPI library's own abort banner.
-  const std::string line = "kten: rank " + std::to_string(rank) + ": " + message + "; aborting the MPI job\n";
+  const std::string line = kten::detail::error_message("", "rank ", rank, ": ", message, "; aborting the MPI job\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
   if (mpi_is_running()) MPI_Abort(MPI_COMM_WORLD, exit_code);
@@ -237,8 +238,8 @@ Guard::~Guard() {
 
 std::shared_ptr<Communicator> wrap(MPI_Comm comm) {
   if (!mpi_is_running())
-    throw Error("kten: dist::wrap(): MPI is not running; call MPI_Init (or kten::dist::init) first");
-  if (comm == MPI_COMM_NULL) throw Error("kten: dist::wrap(): the communicator is MPI_COMM_NULL");
+    kten::detail::fail("dist::wrap()", "MPI is not running; call MPI_Init (or kten::dist::init) first");
+  if (comm == MPI_COMM_NULL) kten::detail::fail("dist::wrap()", "the communicator is MPI_COMM_NULL");
   return detail::make_communicator(comm);
 }
 
@@ -251,7 +252,7 @@ void check_mpi(int rc, const char* call) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(rc, text, &length);
-  throw Error(std::string("kten: ") + call + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+  kten::detail::fail("", call, " failed: ", std::string_view(text, static_cast<std::size_t>(length)));
 }
 
 CommState::CommState(MPI_Comm parent) {

@@ -3,6 +3,7 @@
 #include "nn/kernels.hpp"
 
 #include "dispatch.hpp"
+#include "fail.hpp"
 
 namespace kten::detail {
 
@@ -16,8 +17,7 @@ struct SgdKernel {
 
 void sgd_update(const Tensor& p, const Tensor& g, double lr, double weight_decay) {
   if (p.shape() != g.shape())
-    throw ShapeError("kten: sgd: parameter " + shape_str(p.shape()) + " and gradient " + shape_str(g.shape()) +
-                     " differ in shape");
+    fail<ShapeError>("kten::sgd", "parameter ", p.shape(), " and gradient ", g.shape(), " differ in shape");
   launch_each_index("kten::sgd", p.numel(), [&](auto* param, auto* grad) {
     using T = std::remove_pointer_t<decltype(param)>;
     return SgdKernel<T>{param, grad, static_cast<T>(lr), static_cast<T>(weight_decay)};

@@ -21,7 +21,7 @@ std::atomic<std::uint64_t>& seed_counter() {
 
 void check_forward_done(const Tensor& input, const std::string& layer) {
   if (!input.defined())
-    throw Error("kten: " + layer + " backward: no forward call to go back through");
+    detail::fail(layer + " backward", "no forward call to go back through");
 }
 }  // namespace
 
@@ -33,14 +33,14 @@ void manual_seed(std::uint64_t seed) { seed_counter() = seed; }
 Linear::Linear(std::int64_t out_features, LinearOptions options)
     : in_features_(-1), out_features_(out_features), options_(options),
       seed_(options.seed ? *options.seed : next_seed()) {
-  if (out_features < 1) throw ShapeError("kten: Linear: out_features must be >= 1, got " + std::to_string(out_features));
+  if (out_features < 1) detail::fail<ShapeError>("Linear", "out_features must be >= 1, got ", out_features);
   weight_ = {{}, {}, {-1, out_features}, options_.dtype};
   if (options_.bias) bias_ = {{}, {}, {out_features}, options_.dtype};
 }
 
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, LinearOptions options)
     : Linear(out_features, options) {
-  if (in_features < 1) throw ShapeError("kten: Linear: in_features must be >= 1, got " + std::to_string(in_features));
+  if (in_features < 1) detail::fail<ShapeError>("Linear", "in_features must be >= 1, got ", in_features);
   initialise(in_features);
 }
 
@@ -72,20 +72,19 @@ Tensor Linear::forward(const Tensor& input) {
   detail::check_defined(input, "Linear forward");
   detail::check_same_device("Linear forward", input.device(), device());
   if (input.ndim() != 2)
-    throw ShapeError("kten: Linear forward: expects (batch, features), got shape " + shape_str(input.shape()));
+    detail::fail<ShapeError>("Linear forward", "expects (batch, features), got shape ", input.shape());
   if (input.dtype() != options_.dtype)
-    throw DTypeError(std::string("kten: Linear forward: the input is ") + dtype_name(input.dtype()) +
-                     " but the parameters are " + dtype_name(options_.dtype) + "; convert with .astype(...)");
+    detail::fail<DTypeError>("Linear forward", "the input is ", input.dtype(), " but the parameters are ",
+                             options_.dtype, "; convert with .astype(...)");
   // Every check before a lazy layer shapes itself, so a refused first input leaves it lazy.
   if (in_features_ < 0) {
     if (input.shape()[1] < 1)
-      throw ShapeError("kten: Linear forward: a lazy Linear takes in_features from its first input, whose shape " +
-                       shape_str(input.shape()) + " has no features; in_features must be >= 1");
+      detail::fail<ShapeError>("Linear forward", "a lazy Linear takes in_features from its first input, whose shape ",
+                               input.shape(), " has no features; in_features must be >= 1");
     initialise(input.shape()[1]);
   }
   if (input.shape()[1] != in_features_)
-    throw ShapeError("kten: Linear forward: expects " + std::to_string(in_features_) + " input features, got shape " +
-                     shape_str(input.shape()));
+    detail::fail<ShapeError>("Linear forward", "expects ", in_features_, " input features, got shape ", input.shape());
   input_ = input;
   Tensor out = empty({input.shape()[0], out_features_}, input.device(), input.dtype());
   detail::gemm(input, false, weight_.value, false, out, options_.bias ? &bias_.value : nullptr, false);
@@ -97,8 +96,8 @@ Tensor Linear::backward(const Tensor& grad_output) {
   check_forward_done(input_, name());
   detail::check_compatible("Linear backward", grad_output, input_);
   if (grad_output.shape() != Shape{input_.shape()[0], out_features_})
-    throw ShapeError("kten: Linear backward: the gradient has shape " + shape_str(grad_output.shape()) +
-                     ", the output had shape " + shape_str({input_.shape()[0], out_features_}));
+    detail::fail<ShapeError>("Linear backward", "the gradient has shape ", grad_output.shape(),
+                             ", the output had shape ", Shape{input_.shape()[0], out_features_});
   detail::gemm(input_, true, grad_output, false, weight_.grad, nullptr, true);  // dW += X^T dY
   if (options_.bias) bias_.grad = bias_.grad + sum(grad_output, 0);              // db += sum_rows dY
   Tensor grad_input = empty(input_.shape(), input_.device(), input_.dtype());
@@ -117,8 +116,8 @@ Tensor ReLU::backward(const Tensor& grad_output) {
   detail::Region region("kten::ReLU::backward");
   check_forward_done(input_, name());
   if (grad_output.shape() != input_.shape())
-    throw ShapeError("kten: ReLU backward: the gradient has shape " + shape_str(grad_output.shape()) +
-                     ", the output had shape " + shape_str(input_.shape()));
+    detail::fail<ShapeError>("ReLU backward", "the gradient has shape ", grad_output.shape(),
+                             ", the output had shape ", input_.shape());
   return detail::relu_grad(input_, grad_output);
 }
 
@@ -126,8 +125,7 @@ Tensor ReLU::backward(const Tensor& grad_output) {
 
 Module& Sequential::operator[](std::size_t i) {
   if (i >= layers_.size())
-    throw Error("kten: Sequential: layer " + std::to_string(i) + " does not exist (size " +
-                std::to_string(layers_.size()) + ")");
+    detail::fail("Sequential", "layer ", i, " does not exist (size ", layers_.size(), ")");
   return *layers_[i];
 }
 

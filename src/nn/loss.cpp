@@ -11,8 +11,8 @@ namespace {
 void check_pair(const char* op, const Tensor& prediction, const Tensor& target) {
   detail::check_compatible(op, prediction, target);
   if (prediction.shape() != target.shape())
-    throw ShapeError(std::string("kten: ") + op + ": prediction " + shape_str(prediction.shape()) + " and target " +
-                     shape_str(target.shape()) + " differ; reshape one so they match (no silent broadcasting)");
+    detail::fail<ShapeError>(op, "prediction ", prediction.shape(), " and target ", target.shape(),
+                             " differ; reshape one so they match (no silent broadcasting)");
 }
 }  // namespace
 

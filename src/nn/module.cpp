@@ -13,10 +13,10 @@ namespace kten::nn {
 Tensor Module::operator()(const Tensor& input) {
   if (!input.defined()) detail::check_defined(input, (name() + " forward").c_str());  // the name costs a string
   if (input.device() != device_)
-    throw DeviceMismatch("kten: " + name() + " forward: the input is on " + input.device().str() +
-                         " but the module's parameters are on " + device_.str() +
-                         "; kten never copies implicitly. Move the input with x.to(" + device_.str() +
-                         ") or the module with .to(" + input.device().str() + ")");
+    detail::fail<DeviceMismatch>(name() + " forward", "the input is on ", input.device(),
+                                 " but the module's parameters are on ", device_,
+                                 "; kten never copies implicitly. Move the input with x.to(", device_,
+                                 ") or the module with .to(", input.device(), ")");
   // Named after the module for profilers; the name is built only when a tool listens (it costs
   // heap allocations on every call).
   std::optional<detail::Region> region;

@@ -21,6 +21,7 @@
 #include <kten/ops.hpp>
 
 #include "checked.hpp"
+#include "fail.hpp"
 #include "storage.hpp"
 
 namespace kten::nn {
@@ -28,6 +29,12 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'T', 'E', 'N', 'P', 'R', 'M', '\n'};
 constexpr std::uint32_t kVersion = 1;
+
+// Throws FormatError, its message kten: load('<path>'): <parts...>: the file cannot be loaded.
+template <class... Parts>
+[[noreturn]] void bad_file(const std::string& path, const Parts&... parts) {
+  detail::fail<FormatError>("load('" + path + "')", parts...);
+}
 
 bool host_is_little_endian() {
   const std::uint16_t probe = 1;
@@ -64,8 +71,7 @@ struct Reader {
   const std::string& path;
   void need(std::uint64_t n, const char* what) const {
     if (n > end - pos)  // not pos + n > end, which a huge n wraps
-      throw FormatError("kten: load('" + path + "'): the file is truncated (or corrupted): it ends at byte " +
-                        std::to_string(end) + " while reading " + what);
+      bad_file(path, "the file is truncated (or corrupted): it ends at byte ", end, " while reading ", what);
   }
   std::uint64_t u(int width, const char* what) {
     need(width, what);
@@ -95,23 +101,22 @@ bool shape_fits(const Shape& expected, const Shape& found) {
 // error) is a FormatError rather than an iostream exception.
 std::vector<unsigned char> read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw FormatError("kten: load('" + path + "'): cannot open the file: " + std::strerror(errno));
+  if (fd < 0) bad_file(path, "cannot open the file: ", std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0)
-    throw FormatError("kten: load('" + path + "'): cannot read the file: " + std::strerror(errno));
+    bad_file(path, "cannot read the file: ", std::strerror(errno));
   if (!S_ISREG(st.st_mode))
-    throw FormatError("kten: load('" + path + "'): not a regular file (a directory or a device?); pass a file "
-                      "written by save()");
+    bad_file(path, "not a regular file (a directory or a device?); pass a file written by save()");
   std::vector<unsigned char> bytes(static_cast<std::size_t>(st.st_size));
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw FormatError("kten: load('" + path + "'): reading the file failed: " + std::strerror(errno));
+    if (n < 0) bad_file(path, "reading the file failed: ", std::strerror(errno));
     if (n == 0) break;  // it shrank since fstat: parsing reports the truncation
     done += static_cast<std::size_t>(n);
   }
@@ -122,14 +127,13 @@ std::vector<unsigned char> read_file(const std::string& path) {
 // Every parameter in the file, checked against the format (not yet against a model).
 std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::string& path) {
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
-    throw FormatError("kten: load('" + path + "'): not a kten parameter file (no KTENPRM header)");
+    bad_file(path, "not a kten parameter file (no KTENPRM header)");
   if (bytes.size() < 8 + 4 + 4 + 8)
-    throw FormatError("kten: load('" + path + "'): the file is truncated (" + std::to_string(bytes.size()) + " bytes)");
+    bad_file(path, "the file is truncated (", bytes.size(), " bytes)");
   Reader r{bytes, bytes.size() - 8, 8, path};
   const auto version = r.u(4, "the version");
   if (version != kVersion)
-    throw FormatError("kten: load('" + path + "'): file format version " + std::to_string(version) +
-                      ", this kten reads version " + std::to_string(kVersion));
+    bad_file(path, "file format version ", version, ", this kten reads version ", kVersion);
   const auto count = r.u(4, "the parameter count");
   std::vector<Staged> staged;
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -140,8 +144,7 @@ std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::st
     r.pos += name_length;
     const auto code = r.u(1, "a dtype");
     if (code > 1)
-      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' has unknown dtype code " +
-                        std::to_string(code) + " (the file is corrupted)");
+      bad_file(path, "parameter '", s.name, "' has unknown dtype code ", code, " (the file is corrupted)");
     s.dtype = code == 0 ? DType::float32 : DType::float64;
     const auto ndim = r.u(1, "a rank");
     // The byte count the shape needs, checked: a product that wraps could match a small claim.
@@ -149,18 +152,17 @@ std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::st
     for (std::uint64_t d = 0; d < ndim; ++d) {
       const auto e = r.u(8, "a shape");
       if (e > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' has extent " + std::to_string(e) +
-                          ", past the largest int64 (the file is corrupted)");
+        bad_file(path, "parameter '", s.name, "' has extent ", e, ", past the largest int64 (the file is corrupted)");
       s.shape.push_back(static_cast<std::int64_t>(e));
       if (expect) expect = detail::checked_mul(*expect, e);
     }
     if (!expect)
-      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' has shape " + shape_str(s.shape) +
-                        ", which has more bytes than fit in 64 bits (the file is corrupted)");
+      bad_file(path, "parameter '", s.name, "' has shape ", s.shape,
+               ", which has more bytes than fit in 64 bits (the file is corrupted)");
     const auto nbytes = r.u(8, "a byte count");
     if (nbytes != *expect)
-      throw FormatError("kten: load('" + path + "'): parameter '" + s.name + "' claims " + std::to_string(nbytes) +
-                        " bytes for shape " + shape_str(s.shape) + " (the file is corrupted)");
+      bad_file(path, "parameter '", s.name, "' claims ", nbytes, " bytes for shape ", s.shape,
+               " (the file is corrupted)");
     r.need(nbytes, "parameter data");
     s.data.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + nbytes);
     if (!host_is_little_endian())
@@ -170,11 +172,10 @@ std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::st
     staged.push_back(std::move(s));
   }
   if (r.pos != r.end)
-    throw FormatError("kten: load('" + path + "'): " + std::to_string(r.end - r.pos) +
-                      " unexpected bytes after the parameters (the file is corrupted)");
+    bad_file(path, r.end - r.pos, " unexpected bytes after the parameters (the file is corrupted)");
   Reader tail{bytes, bytes.size(), bytes.size() - 8, path};
   if (tail.u(8, "the checksum") != fnv1a(bytes.data(), bytes.size() - 8))
-    throw FormatError("kten: load('" + path + "'): checksum mismatch: the file is corrupted");
+    bad_file(path, "checksum mismatch: the file is corrupted");
   return staged;
 }
 
@@ -189,7 +190,7 @@ std::pair<int, std::string> create_temporary(const std::string& path) {
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) return {fd, std::move(tmp)};
     if (errno != EEXIST)
-      throw Error("kten: save('" + path + "'): cannot create '" + tmp + "': " + std::strerror(errno));
+      detail::fail("save('" + path + "')", "cannot create '", tmp, "': ", std::strerror(errno));
   }
 }
 
@@ -203,8 +204,8 @@ void Module::save(const std::string& path) {
   w.u(params.size(), 4);
   for (const auto& [name, slot] : params) {
     if (!slot->value.defined())
-      throw Error("kten: save('" + path + "'): parameter '" + name +
-                  "' has no shape yet (a lazy layer that has not seen an input); run a forward pass first");
+      detail::fail("save('" + path + "')", "parameter '", name,
+                   "' has no shape yet (a lazy layer that has not seen an input); run a forward pass first");
     const Tensor& t = slot->value;
     w.u(name.size(), 4);
     w.bytes.insert(w.bytes.end(), name.begin(), name.end());
@@ -232,7 +233,7 @@ void Module::save(const std::string& path) {
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string reason = std::strerror(ok ? errno : saved_errno);
     std::remove(tmp.c_str());
-    throw Error("kten: save('" + path + "'): writing failed (" + reason + "); the previous file, if any, is intact");
+    detail::fail("save('" + path + "')", "writing failed (", reason, "); the previous file, if any, is intact");
   }
 }
 
@@ -243,22 +244,20 @@ void Module::load(const std::string& path, const Device& device) {
     staged = parse(read_file(path), path);
   } catch (const std::bad_alloc&) {
     // Every size was checked against the file's, so this is a large file on a host short of memory.
-    throw OutOfMemory("kten: load('" + path + "'): out of host memory (cpu(0)) while reading the file");
+    detail::fail<OutOfMemory>("load('" + path + "')", "out of host memory (cpu(0)) while reading the file");
   }
 
   // The file is sound; does it fit this model?
   auto params = named_parameters();
   if (params.size() != staged.size())
-    throw FormatError("kten: load('" + path + "'): the file has " + std::to_string(staged.size()) +
-                      " parameters, the model has " + std::to_string(params.size()));
+    bad_file(path, "the file has ", staged.size(), " parameters, the model has ", params.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = *params[i].slot;
     const Staged& s = staged[i];
     const Shape want = p.value.defined() ? p.value.shape() : p.expected;
     if (s.name != params[i].name || s.dtype != p.dtype || !shape_fits(want, s.shape))
-      throw FormatError("kten: load('" + path + "'): parameter " + std::to_string(i) + " is '" + s.name + "' " +
-                        shape_str(s.shape) + " " + dtype_name(s.dtype) + " in the file but '" + params[i].name +
-                        "' " + shape_str(want) + " " + dtype_name(p.dtype) + " in the model");
+      bad_file(path, "parameter ", i, " is '", s.name, "' ", s.shape, " ", s.dtype, " in the file but '",
+               params[i].name, "' ", want, " ", p.dtype, " in the model");
   }
   // Build every tensor before touching the model, so a failure (out of memory) changes nothing.
   std::vector<Tensor> values, grads;

@@ -1,6 +1,6 @@
-// Not compiled: what the dispatch lint (cmake/KtenLintDispatch.cmake) must reject, as the test
-// lint.dispatch.catches-holes runs it over this folder. Each marked line is a way kten's kernels
-// once bypassed the checks and profiling of launch(); the test expects exactly 7 reports.
+// Not compiled: what the lints (cmake/KtenLint.cmake) must reject, as the tests
+// lint.<rule>.catches-holes run them over this folder. For the dispatch lint, each marked line is
+// a way kten's kernels once bypassed the checks and profiling of launch(): 7 reports.
 
 // A team policy built through dispatch's alias, with the thread check called by hand (the tiled
 // GEMM did this; the lint matched only the Kokkos policy names).
@@ -27,4 +27,10 @@ void direct(const Backend& be, std::int64_t n, const Tensor& t) {
   Kokkos::parallel_for("kten::direct", n, Kernel{});                                 // 5
   auto policy = Kokkos::RangePolicy<Kokkos::OpenMP>(0, n);                            // 6
   float* p = static_cast<float*>(storage->data());                       // 7
+}
+
+// Error messages built by hand instead of through detail::fail (the errors lint: 2 reports).
+void hand_built(const Tensor& t) {
+  if (t.ndim() != 2) throw ShapeError("kten: transpose: expects a 2-D tensor, got " + shape_str(t.shape()));
+  if (!t.defined()) throw Error(std::string("kten: ") + "undefined");
 }

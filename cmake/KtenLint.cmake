@@ -1,0 +1,83 @@
+# CTest lints (cmake -DSRC=<source dir> -DRULE=dispatch|errors -P KtenLint.cmake): each keeps one
+# concern in one place. A failing run lists every offending line and their count.
+#
+# dispatch: outside src/dispatch/, nothing in src/ may
+#  - build a Kokkos range or team policy, directly or through dispatch's aliases (RangePolicy<B>,
+#    TeamPolicy<B>: team_policy(), fixed_team_policy() and for_each_index() build them), or launch
+#    a Kokkos kernel directly (Kokkos::parallel_for(label, n, f) would index with 32 bits on CUDA);
+#  - check the launch thread or take the scratch lock itself (run() and the policies do);
+#  - pick an element type (with_dtype) or turn a tensor's memory into a typed pointer
+#    (data_ptr<T>, static_cast<T*>(data())): launch() does, after checking the operands. Byte
+#    pointers (data_ptr<char>) for copies are fine.
+# errors: outside src/fail.hpp, no string in src/ or backends/ starts with "kten: ": a message
+#   comes from detail::fail<E>(op, parts...) or detail::error_message(op, parts...).
+
+if(RULE STREQUAL "dispatch")
+  set(globs "${SRC}/src/*.cpp" "${SRC}/src/*.hpp")
+  set(exempt "/src/dispatch/")
+  set(what "dispatch spelled out outside src/dispatch/")
+elseif(RULE STREQUAL "errors")
+  set(globs "${SRC}/src/*.cpp" "${SRC}/src/*.hpp" "${SRC}/backends/*.cpp" "${SRC}/backends/*.hpp")
+  set(exempt "/src/fail\\.hpp$")
+  set(what "error messages built by hand; use detail::fail or detail::error_message (src/fail.hpp)")
+else()
+  message(FATAL_ERROR "KtenLint.cmake: RULE must be dispatch or errors, got '${RULE}'")
+endif()
+
+# Sets `out` to ON when `line` breaks the rule.
+function(line_breaks_rule line out)
+  set(bad OFF)
+  if(RULE STREQUAL "errors")
+    if(line MATCHES "\"kten: ")
+      set(bad ON)
+    endif()
+  else()
+    if(line MATCHES "Kokkos::(Range|Team|MDRange)Policy" OR line MATCHES "(^|[^A-Za-z_])(Range|Team)Policy<")
+      set(bad ON)  # a policy built by hand
+    endif()
+    # (Nested team-level loops, written with their Team/Thread range on the same line, are fine.)
+    if(line MATCHES "Kokkos::parallel_(for|reduce|scan)\\(" AND NOT line MATCHES "\\(Kokkos::(TeamThread|ThreadVector|TeamVector)Range")
+      set(bad ON)
+    endif()
+    if(line MATCHES "(check_launch_thread|lock_shared_scratch|with_dtype)[<(]")
+      set(bad ON)
+    endif()
+    if((line MATCHES "data_ptr<" AND NOT line MATCHES "data_ptr<(const )?char>") OR
+       line MATCHES "static_cast<(const )?[A-Za-z_]+ ?\\*>\\([^)]*data\\(\\)\\)")
+      set(bad ON)
+    endif()
+  endif()
+  set(${out} ${bad} PARENT_SCOPE)
+endfunction()
+
+file(GLOB_RECURSE sources ${globs})
+set(failures "")
+set(count 0)
+foreach(file IN LISTS sources)
+  if(file MATCHES "${exempt}")
+    continue()
+  endif()
+  # The lines as a list, with the characters CMake lists treat specially (; [ ]) masked so that
+  # every line is one element and line numbers are exact.
+  file(READ "${file}" text)
+  string(REPLACE ";" "<semicolon>" text "${text}")
+  string(REPLACE "[" "<open>" text "${text}")
+  string(REPLACE "]" "<close>" text "${text}")
+  string(REPLACE "\n" ";" lines "${text}")
+  set(number 0)
+  foreach(line IN LISTS lines)
+    math(EXPR number "${number} + 1")
+    string(REPLACE "<semicolon>" ";" line "${line}")
+    string(REPLACE "<open>" "[" line "${line}")
+    string(REPLACE "<close>" "]" line "${line}")
+    line_breaks_rule("${line}" bad)
+    if(bad)
+      math(EXPR count "${count} + 1")
+      string(APPEND failures "  ${file}:${number}: ${line}\n")
+    endif()
+  endforeach()
+endforeach()
+if(failures)
+  message(FATAL_ERROR "${what} (${count} lines):\n${failures}")
+endif()
+message(STATUS "${RULE}: one place")
