@@ -128,29 +128,22 @@ double dot_depth(std::int64_t k) { return double(k) + 1; }
 
 // --- references ----------------------------------------------------------------------------
 
-/// The exact sum, to far better than T's precision: Neumaier's compensated sum in double.
-template <class T>
-double exact_sum(const std::vector<T>& x) {
+/// An exact sum, to far better than float64's precision: Neumaier's compensated sum in double;
+/// add_product adds a * b split into two doubles by fma.
+struct ExactSum {
   double s = 0, c = 0;
-  for (T v : x) {
-    const double t = s + double(v);
-    c += std::fabs(s) >= std::fabs(double(v)) ? (s - t) + double(v) : (double(v) - t) + s;
+  void add(double v) {
+    const double t = s + v;
+    c += std::fabs(s) >= std::fabs(v) ? (s - t) + v : (v - t) + s;
     s = t;
   }
-  return s + c;
-}
-
-/// sum_i a_i b_i as exactly: products split into two doubles by fma, then a compensated sum.
-double exact_dot(const std::vector<double>& a, const std::vector<double>& b) {
-  std::vector<double> terms;
-  terms.reserve(2 * a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double p = a[i] * b[i];
-    terms.push_back(p);
-    terms.push_back(std::fma(a[i], b[i], -p));
+  void add_product(double a, double b) {
+    const double p = a * b;
+    add(p);
+    add(std::fma(a, b, -p));
   }
-  return exact_sum(terms);
-}
+  double value() const { return s + c; }
+};
 
 /// The largest observed |error| / bound per label, printed at exit with KTEN_NUMERICS_REPORT=1.
 struct Ratios {
@@ -168,11 +161,23 @@ struct Ratios {
 Ratios ratios;
 
 /// Requires error <= bound (NaN fails) and records the ratio under `label`.
-void require_within(const std::string& label, double error, double bound) {
+void require_within(const std::string& label, double error, double bound, const std::string& where = "") {
   ratios.note(label, error, bound);
-  INFO(label << ": |error| " << error << " > bound " << bound);
+  if (error <= bound) return;  // no message to build: this runs for every element
+  INFO(label << where << ": |error| " << error << " > bound " << bound);
   REQUIRE(error <= bound);
 }
+
+/// The element of a matrix whose error is the largest fraction of its bound (NaN: the largest).
+struct Worst {
+  double error = 0, bound = 0, ratio = -1;
+  std::int64_t i = -1, j = -1;
+  void note(std::int64_t row, std::int64_t col, double e, double b) {
+    const double r = std::isnan(e) ? HUGE_VAL : (b > 0 ? e / b : (e > 0 ? HUGE_VAL : 0.0));
+    if (r > ratio) error = e, bound = b, ratio = r, i = row, j = col;
+  }
+  std::string where() const { return " at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; }
+};
 
 // --- inputs ----------------------------------------------------------------------------------
 
@@ -228,20 +233,20 @@ std::map<std::string, std::string> cpu_probe() {
   const Device c = cpu();
   for (DType dt : {float32, float64}) {
     const std::string ty = dt == float32 ? "f32" : "f64";
-    for (std::int64_t n : {1000, 8192, 8193, 100003}) {
+    for (std::int64_t n : {8193, 100003}) {  // several parts
       const auto x = uniform({n}, -1, 1, c, static_cast<std::uint64_t>(n), dt);
       const std::string at = " " + ty + " n=" + std::to_string(n);
       record("sum" + at, sum(x));
       record("mean" + at, mean(x));
       record("norm" + at, norm(x));
       record("max" + at, max(x));
-      record("sigmoid" + at, sigmoid(x));
     }
+    record("sigmoid " + ty, sigmoid(uniform({50000}, -9, 9, c, 4, dt)));
     const auto m = uniform({300, 67}, -1, 1, c, 5, dt);
     for (int axis : {0, 1}) record("sum axis " + std::to_string(axis) + " " + ty, sum(m, axis));
-    const auto a = uniform({200, 300}, -1, 1, c, 6, dt), b = uniform({300, 150}, -1, 1, c, 7, dt);
-    record("matmul 200x300x150 " + ty, matmul(a, b));
-    record("matmul 200x300x1 " + ty, matmul(a, uniform({300}, -1, 1, c, 8, dt)));
+    const auto a = uniform({90, 400}, -1, 1, c, 6, dt), b = uniform({400, 70}, -1, 1, c, 7, dt);
+    record("matmul 90x400x70 " + ty, matmul(a, b));  // several tiles, two k-slices
+    record("matmul 90x400x1 " + ty, matmul(a, uniform({400}, -1, 1, c, 8, dt)));
   }
   return out;
 }
@@ -364,9 +369,9 @@ TEMPLATE_TEST_CASE("sum, mean and norm on cpu() and a GPU agree within the bound
       CAPTURE(kind);
       const Tensor xa = tensor(x, d), xb = tensor(x, other);
       double abs_sum = 0;
-      for (T v : x) abs_sum += std::fabs(double(v));
-      const double s = exact_sum(x), nrm = std::sqrt(exact_dot(std::vector<double>(x.begin(), x.end()),
-                                                               std::vector<double>(x.begin(), x.end())));
+      ExactSum exact, squares;
+      for (T v : x) abs_sum += std::fabs(double(v)), exact.add(v), squares.add_product(v, v);
+      const double s = exact.value(), nrm = std::sqrt(squares.value());
       const double sa = read_one<T>(sum(xa)), sb = read_one<T>(sum(xb));
       const double ma = read_one<T>(mean(xa)), mb = read_one<T>(mean(xb));
       const double na = read_one<T>(norm(xa)), nb = read_one<T>(norm(xb));
@@ -465,7 +470,7 @@ TEMPLATE_TEST_CASE("matmul on cpu() and a GPU agrees within the bound of a k-ter
   // Direct (tiny), tiled, matrix-vector and vector-matrix products; k around the k-slices (384,
   // 256) and the lanes; m and n around the register tiles; and k = 0.
   const std::vector<std::array<std::int64_t, 3>> shapes = {
-      {1, 1, 1}, {3, 5, 2}, {7, 9, 5}, {33, 385, 65}, {129, 17, 31}, {11, 257, 40}, {37, 300, 1}, {1, 300, 29},
+      {1, 1, 1}, {3, 5, 2}, {7, 9, 5}, {17, 385, 33}, {129, 17, 31}, {11, 257, 40}, {37, 300, 1}, {1, 300, 29},
       {5, 1000, 1}, {4, 0, 3}};
   std::mt19937_64 gen(42);
   std::uniform_real_distribution<double> uni(-1, 1);
@@ -492,20 +497,22 @@ TEMPLATE_TEST_CASE("matmul on cpu() and a GPU agrees within the bound of a k-ter
       const auto ca = matmul(tensor(a, {m, k}, d), tensor(b, {k, n}, d)).template to_vector<T>();
       const auto cb = matmul(tensor(a, {m, k}, other), tensor(b, {k, n}, other)).template to_vector<T>();
       const double bound = 2 * gamma_of<T>(dot_depth(k));
+      Worst each, across;
       for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t j = 0; j < n; ++j) {
-          std::vector<double> row(static_cast<std::size_t>(k)), col(static_cast<std::size_t>(k));
           double abs_dot = 0;
+          ExactSum dot;
           for (std::int64_t p = 0; p < k; ++p) {
-            row[p] = a[i * k + p], col[p] = b[p * n + j];
-            abs_dot += std::fabs(row[p] * col[p]);
+            abs_dot += std::fabs(double(a[i * k + p]) * double(b[p * n + j]));
+            dot.add_product(a[i * k + p], b[p * n + j]);
           }
-          const double exact = exact_dot(row, col), x = ca[i * n + j], y = cb[i * n + j];
-          CAPTURE(i, j);
-          require_within("matmul, each vs exact" + ty,
-                         std::max(std::fabs(x - exact), std::fabs(y - exact)), gamma_of<T>(dot_depth(k)) * abs_dot);
-          require_within("matmul, cpu() vs GPU" + ty + ", " + kind, std::fabs(x - y), bound * abs_dot);
+          const double exact = dot.value(), x = ca[i * n + j], y = cb[i * n + j];
+          each.note(i, j, std::max(std::fabs(x - exact), std::fabs(y - exact)), gamma_of<T>(dot_depth(k)) * abs_dot);
+          across.note(i, j, std::fabs(x - y), bound * abs_dot);
         }
+      // The element furthest from its bound (relative to it) stands for all of them.
+      require_within("matmul, each vs exact" + ty, each.error, each.bound, each.where());
+      require_within("matmul, cpu() vs GPU" + ty + ", " + kind, across.error, across.bound, across.where());
     }
   }
   // NaN and infinities land in the same places on both devices.
@@ -530,7 +537,7 @@ TEST_CASE("every result repeats bit for bit on its device, NaN included", "[nume
   for (DType dt : {float32, float64}) {
     CAPTURE(dtype_name(dt));
     std::vector<std::pair<std::string, std::function<Tensor()>>> ops;
-    for (std::int64_t n : {1000, 100003}) {  // one part, and several on every thread
+    for (std::int64_t n : {1000, 30011}) {  // one part, and several on every thread
       auto x = uniform({n}, -1, 1, d, 3, dt);
       ops.emplace_back("sum " + std::to_string(n), [x] { return sum(x); });
       ops.emplace_back("norm " + std::to_string(n), [x] { return norm(x); });
@@ -542,7 +549,7 @@ TEST_CASE("every result repeats bit for bit on its device, NaN included", "[nume
     auto m = uniform({300, 67}, -1, 1, d, 6, dt);
     ops.emplace_back("sum axis 0", [m] { return sum(m, 0); });
     ops.emplace_back("norm axis 1", [m] { return norm(m, 1); });
-    auto a = uniform({130, 300}, -1, 1, d, 7, dt), b = uniform({300, 70}, -1, 1, d, 8, dt), v = uniform({300}, -1, 1, d, 9, dt);
+    auto a = uniform({70, 300}, -1, 1, d, 7, dt), b = uniform({300, 40}, -1, 1, d, 8, dt), v = uniform({300}, -1, 1, d, 9, dt);
     ops.emplace_back("matmul", [a, b] { return matmul(a, b); });
     ops.emplace_back("matrix-vector", [a, v] { return matmul(a, v); });
     for (const auto& [name, op] : ops) {
