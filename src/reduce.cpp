@@ -85,7 +85,7 @@ struct ReductionReducer {
   bool references_scalar_;
 };
 
-/// \brief Host: each of a few parts per thread folds its range into `Lanes` independent partial
+/// \brief Host: each part (of a fixed length) folds its range into `Lanes` independent partial
 /// results (four SIMD registers of them, so neither the add latency nor a serial chain limits
 /// the loop). With finish_count >= 0 each part writes its finished result, as a reduction over
 /// that many elements: a small reduction is one kernel on the calling thread, and a part can be a
@@ -141,10 +141,12 @@ struct DeviceReduceKernel {
 template <class Backend, class T, class Reduction>
 void reduce_all_kernel(const Backend& backend, const char* label, const T* x, T* result, std::int64_t n, Reduction) {
   if constexpr (Backend::is_host) {
-    // One part when the calling thread does it all (below the serial grain).
-    const std::int64_t parts = n < host_serial_grain ? 1 : 4 * static_cast<std::int64_t>(compat::host_concurrency());
+    // Parts of host_serial_grain elements whatever the thread count, so that the result (the
+    // order of the additions) is the same on 1 thread or N; one part below the serial grain.
     constexpr int Lanes = HostPartsKernel<T, Reduction>::Lanes;
-    const std::int64_t per_part = ((n + parts - 1) / parts + Lanes - 1) / Lanes * Lanes;
+    static_assert(host_serial_grain % Lanes == 0, "a part is whole rows of lanes");
+    const std::int64_t per_part = host_serial_grain;
+    const std::int64_t parts = n <= per_part ? 1 : (n + per_part - 1) / per_part;
     if (parts == 1) return for_each_index(label, backend, 1, HostPartsKernel<T, Reduction>{x, result, n, per_part, n}, n);
     std::vector<T> partial(static_cast<std::size_t>(parts));
     for_each_index(label, backend, parts, HostPartsKernel<T, Reduction>{x, partial.data(), n, per_part, -1}, n);
