@@ -19,8 +19,9 @@ namespace math = ::Kokkos;
 namespace math = ::Kokkos::Experimental;
 #endif
 
-/// \brief Fused multiply-add a * b + c with one rounding, in host and device code. kten builds
-/// in ISO C++ mode, where GCC does not contract a * b + c on its own; CUDA provides fma itself.
+/// \brief Fused multiply-add a * b + c with one rounding, in host and device code, where a kernel
+/// needs exactly one (whether a plain a * b + c contracts is the compiler's choice: GCC does for
+/// C++ by default, -ffp-contract=fast; nvcc and hipcc do in device code); CUDA provides fma itself.
 template <class T>
 KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
 #if defined(__CUDA_ARCH__)
