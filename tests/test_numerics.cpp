@@ -90,6 +90,18 @@ double gamma_of(double d) {
   return du / (1 - du);
 }
 
+/// Requires every pair within `ulps` units in the last place (NaN with NaN, inf with itself).
+template <class T>
+void require_within_ulps(const std::vector<T>& a, const std::vector<T>& b, int ulps, const char* what) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (same_value(a[i], b[i])) continue;
+    const T step = std::nextafter(std::fabs(a[i]), std::numeric_limits<T>::infinity()) - std::fabs(a[i]);
+    INFO(what << ": element " << i << ": " << a[i] << " vs " << b[i]);
+    REQUIRE(std::fabs(a[i] - b[i]) <= ulps * step);
+  }
+}
+
 // --- the depth of each path's summation -------------------------------------------------------
 // A sum computed in any order is off from the exact one by at most gamma_d * sum |x_i|, where d
 // is the most roundings one term goes through on its way to the result (its depth in the tree of
@@ -338,8 +350,13 @@ TEMPLATE_TEST_CASE("elementwise results are the same bits on cpu() and on a GPU,
     const auto here = elementwise_results<T>(tensor(x, d), tensor(yr, d), tensor(z, d));
     const auto there = elementwise_results<T>(tensor(x, other), tensor(yr, other), tensor(z, other));
     for (std::size_t op = 0; op < here.size(); ++op) {
-      CAPTURE(here[op].first);
-      require_same_values(here[op].second, there[op].second, here[op].first.c_str());
+      const std::string& name = here[op].first;
+      CAPTURE(name);
+      // A real GPU's compiler fuses exp's polynomial its own way and its math library computes log
+      // and tanh: the README promises the last bit only for the correctly rounded operations there.
+      const bool library_math = name == "exp" || name == "log" || name == "sigmoid" || name == "tanh";
+      if (library_math && !gpus_are_emulated()) require_within_ulps(here[op].second, there[op].second, 2, name.c_str());
+      else require_same_values(here[op].second, there[op].second, name.c_str());
     }
     // Moving data never touches the bits, NaN payloads and signs included.
     std::vector<T> nans = x;
