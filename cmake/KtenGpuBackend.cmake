@@ -54,6 +54,9 @@ macro(kten_select_gpu_backend)
                    WARNING_OPTIONS ${kten_nvcc_diagnostics}
                    HOST_ONLY_OPTIONS --host-only
                    KOKKOS3_REQUIRES CUDA_LAMBDA)
+  # hipcc (ROCm's clang): --offload-host-only compiles a file for the host alone.
+  kten_gpu_backend(Kokkos_ENABLE_HIP hip HIP
+                   HOST_ONLY_OPTIONS --offload-host-only)
 
   foreach(kokkos_device HIP SYCL OPENMPTARGET)
     set(kokkos_option Kokkos_ENABLE_${kokkos_device})
