@@ -20,10 +20,11 @@ namespace math = ::Kokkos::Experimental;
 #endif
 
 /// \brief Fused multiply-add a * b + c with one rounding, in host and device code. kten builds
-/// in ISO C++ mode, where GCC does not contract a * b + c on its own; CUDA provides fma itself.
+/// in ISO C++ mode, where GCC does not contract a * b + c on its own; CUDA and HIP device code
+/// call the device library's fma.
 template <class T>
 KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
   return ::fma(a, b, c);
 #else
   return std::fma(a, b, c);
