@@ -266,8 +266,7 @@ struct TeamTiling {
 /// \brief The GPU vendors whose SIMT width kten's kernels are shaped for.
 enum class GpuVendor { nvidia, amd };
 
-/// \brief Every team kernel's block on a real GPU: its launch bound (BoundedTeamPolicy), so the
-/// compiler may give each thread the registers of a 256-thread block.
+/// \brief The block of the GEMM and gemv team kernels on a real GPU: 256 threads.
 inline constexpr int gpu_block_threads = 256;
 
 template <GpuVendor>
@@ -275,9 +274,14 @@ struct GpuKernelShape;
 
 /// \brief NVIDIA (CUDA): warps of 32 lanes. GEMM: 8 warps of 4 x 8 lanes, 4 x 2 warps; 128 x 128
 /// float or 64 x 64 double tiles, 8x8 (float) or 4x4 (double) per thread. gemv: a warp per row.
+/// No launch bounds: nvcc already allows 255 registers a thread, and with a bound of 256 threads
+/// ptxas spends more of them (sm_80, CUDA 11.8: the float64 GEMM 92 -> 195 registers, float32
+/// 115 -> 122, float64 gemv 28 -> 36): one 256-thread float64 GEMM block per SM instead of two.
+/// Unbounded, the CUDA kernels stay as they were measured.
 template <>
 struct GpuKernelShape<GpuVendor::nvidia> {
   static constexpr int warp_size = 32;
+  static constexpr int launch_bound = 0;
   template <class T>
   using Tiling = TeamTiling<T, 4, 8, 4, 2>;
   static constexpr int gemv_lanes = 32;
@@ -285,10 +289,13 @@ struct GpuKernelShape<GpuVendor::nvidia> {
 
 /// \brief AMD (HIP; CDNA's 64-lane wavefronts, which Kokkos' HIP backend assumes). GEMM: 4
 /// wavefronts of 8 x 8 lanes, 2 x 2 of them: the same 128 x 128 float / 64 x 64 double tiles and
-/// micro-tiles as on NVIDIA. gemv: a wavefront per row.
+/// micro-tiles as on NVIDIA. gemv: a wavefront per row. Launch bounds of the real block: Kokkos
+/// 3.4 otherwise compiles for 1024-thread blocks, 128 VGPRs a lane, and the float64 GEMM spills
+/// (gfx90a, ROCm 5.2: 119 VGPRs spilled, 464 bytes of scratch a lane; bounded: 240 VGPRs, none).
 template <>
 struct GpuKernelShape<GpuVendor::amd> {
   static constexpr int warp_size = 64;
+  static constexpr int launch_bound = gpu_block_threads;
   template <class T>
   using Tiling = TeamTiling<T, 8, 8, 2, 2>;
   static constexpr int gemv_lanes = 64;
@@ -308,6 +315,8 @@ using GpuTiling = typename GpuKernelShape<Vendor>::template Tiling<T>;
 /// \brief The same kernel on an emulated GPU: a team of as many host threads as `Threads` (1 or 2).
 template <class T, int Threads>
 using EmulatedTiling = TeamTiling<T, 1, Threads, 1, 1>;
+/// \brief The launch bound of the GEMM and gemv team kernels on this build's GPU (0: none).
+inline constexpr int gpu_launch_bound = GpuKernelShape<this_gpu_vendor>::launch_bound;
 
 template <GpuVendor Vendor>
 constexpr bool check_gpu_kernel_shape() {
@@ -325,6 +334,8 @@ constexpr bool check_gpu_kernel_shape() {
                 "(AMD's LDS: 64 KiB)");
   static_assert(Shape::gemv_lanes == Shape::warp_size && gpu_block_threads % Shape::gemv_lanes == 0,
                 "gemv: a warp per row, whole rows per block");
+  static_assert(Shape::launch_bound == 0 || Shape::launch_bound >= gpu_block_threads,
+                "a launch bound admits the kernels' blocks");
   return true;
 }
 static_assert(check_gpu_kernel_shape<GpuVendor::nvidia>() && check_gpu_kernel_shape<GpuVendor::amd>());
@@ -478,7 +489,7 @@ void launch_gemv(const Backend& backend, const GemvKernel<T>& gemv) {
     const std::int64_t league = (gemv.rows + Kernel::kRows - 1) / Kernel::kRows;
     if (gemv.col == 1 && gemv.k >= 64 && league <= INT32_MAX) {
       run(gemv_label, backend,
-          team_policy<gpu_block_threads>(backend, static_cast<int>(league), Kernel::kRows, Kernel::kLanes), Kernel{gemv});
+          team_policy<gpu_launch_bound>(backend, static_cast<int>(league), Kernel::kRows, Kernel::kLanes), Kernel{gemv});
       return;
     }
   } else {
@@ -497,7 +508,8 @@ void launch_team_gemm(const Backend& backend, const T* A, const T* B, T* C, cons
                       const GemmShape& s) {
   const std::int64_t tiles_n = (s.n + Tile::BN - 1) / Tile::BN, tiles = ((s.m + Tile::BM - 1) / Tile::BM) * tiles_n;
   if (tiles > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than a GPU launch can hold");
-  run(gemm_label, backend, fixed_team_policy<Tile::threads>(backend, static_cast<int>(tiles), TeamScratch{0, Tile::scratch_bytes}),
+  run(gemm_label, backend,
+      fixed_team_policy<gpu_launch_bound>(backend, static_cast<int>(tiles), Tile::threads, TeamScratch{0, Tile::scratch_bytes}),
       TeamGemmKernel<T, Tile, TeamMember<Backend>>{{A, B, C, bias, accumulate, s, tiles_n}});
 }
 
@@ -507,7 +519,7 @@ void run_host_gemm(const Backend& backend, const HostGemmPlan& plan, const T* A,
                    bool accumulate, const GemmShape& s) {
   if (plan.tiles() > INT32_MAX) throw ShapeError("kten: matmul: the product has more tiles than one launch can hold");
   using Kernel = HostGemmKernel<T, TeamMember<Backend>>;
-  run(gemm_label, backend, fixed_team_policy<1>(backend, static_cast<int>(plan.tiles()), TeamScratch{1, Kernel::scratch_bytes(plan)}),
+  run(gemm_label, backend, fixed_team_policy(backend, static_cast<int>(plan.tiles()), 1, TeamScratch{1, Kernel::scratch_bytes(plan)}),
       Kernel{{A, B, C, bias, accumulate, s, plan.tiles_n}, plan});
 }
 

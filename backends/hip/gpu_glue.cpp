@@ -23,12 +23,16 @@ const char* gpu_backend_name() { return "HIP"; }
 std::string gpu_runtime_problem() {
   int count = 0;
   const hipError_t status = hipGetDeviceCount(&count);
+  const char* check = "; check the amdgpu driver and /dev/kfd (rocm-smi lists the GPUs), and HIP_VISIBLE_DEVICES / "
+                      "ROCR_VISIBLE_DEVICES";
+  if (status == hipErrorNoDevice || (status == hipSuccess && count == 0)) {
+    (void)hipGetLastError();
+    return std::string("the HIP runtime finds no AMD GPU, hipErrorNoDevice") + check;
+  }
   if (status != hipSuccess) {
     (void)hipGetLastError();  // clear the sticky error
-    return std::string(hipGetErrorName(status)) + ": " + hipGetErrorString(status) +
-           "; check the amdgpu driver and /dev/kfd with rocm-smi, and HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES";
+    return std::string(hipGetErrorName(status)) + ": " + hipGetErrorString(status) + check;
   }
-  if (count == 0) return "the HIP runtime sees no AMD GPU; check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES";
   return {};
 }
 

@@ -33,8 +33,8 @@ using TeamMember = typename TeamPolicy<Backend>::member_type;
 /// (Kokkos::LaunchBounds<MaxThreads, 1>) on a real GPU; TeamPolicy<Backend> when MaxThreads is 0
 /// and on host backends (emulated GPUs included), where launch bounds mean nothing. Kokkos 3.4
 /// compiles a HIP kernel without them for blocks of 1024 threads: 128 VGPRs a lane on CDNA,
-/// too few for a GEMM micro-tile, which then spills to scratch. For nvcc a bound of 256 threads
-/// leaves the register limit where it was (255 a thread).
+/// too few for the float64 GEMM micro-tile, which then spills to scratch. Which kernels get a
+/// bound is the vendor's choice (GpuKernelShape in gemm_kernel.hpp).
 template <class Backend, int MaxThreads>
 using BoundedTeamPolicy =
     std::conditional_t<MaxThreads == 0 || Backend::is_host || Backend::emulated, TeamPolicy<Backend>,
@@ -64,14 +64,15 @@ struct TeamScratch {
   std::size_t bytes = 0;
 };
 
-/// \brief `league` teams of exactly `TeamSize` threads, for kernels whose thread layout is fixed
-/// at compile time (the tiled GEMM), with `scratch` per team; on a GPU the kernel is compiled for
-/// blocks of that size (launch bounds).
-template <int TeamSize, class Backend>
-BoundedTeamPolicy<Backend, TeamSize> fixed_team_policy(const Backend& backend, int league, TeamScratch scratch) {
-  using Policy = BoundedTeamPolicy<Backend, TeamSize>;
+/// \brief `league` teams of exactly `team_size` threads, for kernels whose thread layout is fixed
+/// at compile time (the tiled GEMM), with `scratch` per team; the kernel bounded to blocks of
+/// `MaxThreads` threads (0: no bound; see BoundedTeamPolicy).
+template <int MaxThreads = 0, class Backend>
+BoundedTeamPolicy<Backend, MaxThreads> fixed_team_policy(const Backend& backend, int league, int team_size,
+                                                         TeamScratch scratch) {
+  using Policy = BoundedTeamPolicy<Backend, MaxThreads>;
   check_launch_thread<Backend, Policy>(false);  // before Kokkos sizes the team
-  Policy policy(backend.space, league, TeamSize);
+  Policy policy(backend.space, league, team_size);
   return policy.set_scratch_size(scratch.level, Kokkos::PerTeam(scratch.bytes));
 }
 
