@@ -191,7 +191,8 @@ bool gpu_aware() {
     if (std::strcmp(env, "0") == 0) return false;
     throw Error(std::string("kten: ") + name + " must be 1 or 0, got '" + env + "'");
   }
-  [[maybe_unused]] const std::string backend = detail::gpu_backend_name() ? detail::gpu_backend_name() : "";
+  const char* gpu = ::kten::detail::gpu_backend_name();  // not dist::detail's
+  [[maybe_unused]] const std::string backend = gpu ? gpu : "";
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   if (backend == "Cuda") return MPIX_Query_cuda_support() == 1;  // built CUDA-aware; asks whether it is at run time
 #endif
