@@ -5,12 +5,12 @@ PREFIX ?= $(CURDIR)/install/$(PRESET)
 BUILD   = build/$(PRESET)
 CONFIGURE_ARGS ?=
 
-.PHONY: all setup configure build test tour info cuda perf perf-mpi install clean
+.PHONY: all setup configure build test tour info cuda hip perf perf-mpi install clean
 
 all: build
 
 setup:
-	@scripts/setup $(if $(filter cuda,$(PRESET)),--cuda) $(if $(filter clang% tsan,$(PRESET)),--clang)
+	@scripts/setup $(if $(filter cuda,$(PRESET)),--cuda) $(if $(filter hip,$(PRESET)),--hip) $(if $(filter clang% tsan,$(PRESET)),--clang)
 
 configure: setup
 	@test -f $(BUILD)/build.ninja || cmake --preset $(PRESET) $(CONFIGURE_ARGS)
@@ -30,6 +30,11 @@ info: build
 # Set up CUDA 11.8 and build everything for CUDA (compile and link only on a machine without a GPU).
 cuda:
 	$(MAKE) build PRESET=cuda
+
+# Set up Debian's ROCm 5.2 (hipcc) and build everything for AMD MI200 GPUs (gfx90a): compile and
+# link only on a machine without one.
+hip:
+	$(MAKE) build PRESET=hip
 
 # The perf suite on the default device; results (JSON, CSV, PNG plots) under build/<preset>/perf.
 perf: build

@@ -50,10 +50,16 @@ macro(kten_select_gpu_backend)
     endforeach()
   endif()
   # CUDA_LAMBDA: the perf suite and the examples launch KOKKOS_LAMBDA kernels (Kokkos 4 always has it).
+  # --host-only: nvcc_wrapper hands the file to its host GCC, which flags the AVX-512 intrinsics
+  # Eigen inlines (_mm512_undefined_*) as maybe uninitialised, a known false positive.
   kten_gpu_backend(Kokkos_ENABLE_CUDA cuda Cuda
                    WARNING_OPTIONS ${kten_nvcc_diagnostics}
-                   HOST_ONLY_OPTIONS --host-only
+                   HOST_ONLY_OPTIONS --host-only -Wno-maybe-uninitialized
                    KOKKOS3_REQUIRES CUDA_LAMBDA)
+  # hipcc (ROCm's clang 15; Debian 12 has ROCm 5.2): --offload-host-only compiles a file for the
+  # host alone. Kokkos 3.4 knows AMD MI200 (gfx90a) only with kten's patch (cmake/patches/).
+  kten_gpu_backend(Kokkos_ENABLE_HIP hip HIP
+                   HOST_ONLY_OPTIONS --offload-host-only)
 
   foreach(kokkos_device HIP SYCL OPENMPTARGET)
     set(kokkos_option Kokkos_ENABLE_${kokkos_device})

@@ -78,7 +78,7 @@ void timed(benchmark::State& state, const Device& d, double work, F body) {
   state.counters["rate"] = benchmark::Counter(work * state.iterations(), benchmark::Counter::kIsRate);
 }
 
-// --- GEMM: kten vs OpenBLAS (cpu) or cuBLAS (gpu) ---------------------------------------------------
+// --- GEMM: kten vs OpenBLAS (cpu) or the GPU vendor's BLAS (cuBLAS, rocBLAS) ----------------------
 
 /// OpenBLAS sizes its thread pool from the calling thread's CPU affinity, and its threads inherit
 /// that affinity. Under OMP_PROC_BIND, libgomp binds the initial thread to one core before main()
@@ -109,8 +109,8 @@ void vendor_gemm(const Tensor& A, const Tensor& B, const Tensor& C, long n) {
     else
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
   } else {
-    kten::perf::cublas_gemm<T>(static_cast<const T*>(A.data()), static_cast<const T*>(B.data()),
-                                 static_cast<T*>(C.data()), n, n, n);
+    kten::perf::gpu_blas_gemm<T>(static_cast<const T*>(A.data()), static_cast<const T*>(B.data()),
+                                  static_cast<T*>(C.data()), n, n, n);
   }
 }
 
@@ -135,8 +135,8 @@ void register_gemm(std::int64_t n) {
     });
   }
   std::string why;
-  if (d.is_gpu() && !kten::perf::cublas_available(&why)) {
-    std::cout << "cuBLAS baseline unavailable: " << why << '\n';
+  if (d.is_gpu() && !kten::perf::gpu_blas_available(&why)) {
+    std::cout << kten::perf::gpu_blas_name() << " baseline unavailable: " << why << '\n';
     return;
   }
   benchmark::RegisterBenchmark(("gemm/vendor/" + suffix).c_str(), [=](benchmark::State& state) {
@@ -497,7 +497,7 @@ void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>
     int i = 0;
     for (const char* k : {"triad", "copy", "read", "deep_copy", "fma", "a*b+c", "exp", "sum", "norm", "eigen_fma", "eigen_exp"})
       bw << i++ << " \"" << k << "\" " << rate(std::string("bandwidth/") + k) / 1e9 << '\n';
-    const std::string vendor = config.device.is_cpu() ? "OpenBLAS" : "cuBLAS";
+    const std::string vendor = config.device.is_cpu() ? "OpenBLAS" : kten::perf::gpu_blas_name();
     std::ofstream gp(out / "plots.gp");
     gp << "set terminal pngcairo size 900,560 noenhanced\nset grid\nset key outside right\n"
        << "set output '" << (out / "gemm.png").string() << "'\n"
@@ -564,7 +564,7 @@ int main(int argc, char* argv[]) {
   auto ratio = [](double a, double b) { return a > 0 && b > 0 ? a / b : 0.0; };
   auto seconds = [](const std::string& name) { return results.count(name) ? results[name].seconds : 0.0; };
   const bool cpu = config.device.is_cpu();
-  const std::string vendor = cpu ? "OpenBLAS" : "cuBLAS";
+  const std::string vendor = cpu ? "OpenBLAS" : kten::perf::gpu_blas_name();
   std::vector<Row> rows;
   for (const char* type : {"float32", "float64"})
     for (auto n : sizes) {

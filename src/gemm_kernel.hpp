@@ -13,9 +13,11 @@
 //    multiplies its 2V x 2V micro-tile (V = elements per 128 bits) from registers: per k step it
 //    loads two V-vectors of A and two of B and issues 4V^2 fmas. TeamTiling's index functions
 //    are what a host test checks for shared-memory bank conflicts.
-//  - GemvKernel (n == 1 or m == 1): a matrix-vector product needs no tiling; on a GPU a warp per
-//    row reads it coalesced and reduces in registers, on cpu() a contiguous row folds into vector
-//    lanes (HostGemvKernel).
+//  - GemvKernel (n == 1 or m == 1): a matrix-vector product needs no tiling; on a GPU a warp
+//    (wavefront) per row reads it coalesced and reduces in registers, on cpu() a contiguous row
+//    folds into vector lanes (HostGemvKernel).
+// The GPU kernels' shapes (warp width, team layout, gemv lanes, block size) are chosen per GPU
+// vendor in one place, GpuKernelShape below.
 
 #include <algorithm>
 #include <cstdint>
@@ -211,9 +213,9 @@ struct HostGemmKernel {
 
 // --- GPU (cooperative team) --------------------------------------------------------------------
 
-/// \brief The team layout of the GPU kernel. A team is warps_m x warps_n warps of
-/// lanes_m x lanes_n lanes; each thread owns a (2V) x (2V) micro-tile made of two V-row halves
-/// WM/2 apart and two V-column halves WN/2 apart, so that the 8 lanes of a 128-bit
+/// \brief The team layout of the GPU kernel. A team is warps_m x warps_n warps (AMD: wavefronts)
+/// of lanes_m x lanes_n lanes; each thread owns a (2V) x (2V) micro-tile made of two V-row halves
+/// WM/2 apart and two V-column halves WN/2 apart. With lanes_n = 8, the 8 lanes of a 128-bit
 /// shared-memory phase read 32 consecutive words of B (and one broadcast word range of A).
 /// Scratch holds BK-deep slices k-major (row p holds op(A)(:, p) or op(B)(p, :)), each row padded
 /// by V elements so that stores of either operand layout hit 32 distinct banks.
@@ -260,19 +262,91 @@ struct TeamTiling {
   KOKKOS_INLINE_FUNCTION static int b_offset(int p, int j) { return p * ldb + j; }
 };
 
-/// \brief The layout real GPUs run: 8 warps of 32 lanes (4 x 8), 4 x 2 warps; 128 x 128 float or
-/// 64 x 64 double tiles, 256 threads, 8x8 (float) or 4x4 (double) per thread.
-template <class T>
-using GpuTiling = TeamTiling<T, 4, 8, 4, 2>;
+// --- GPU kernel shapes, per vendor: the one place they are chosen ------------------------------
+
+/// \brief The GPU vendors whose SIMT width kten's kernels are shaped for.
+enum class GpuVendor { nvidia, amd };
+
+/// \brief The block of the GEMM and gemv team kernels on a real GPU: 256 threads.
+inline constexpr int gpu_block_threads = 256;
+
+template <GpuVendor>
+struct GpuKernelShape;
+
+/// \brief NVIDIA (CUDA): warps of 32 lanes. GEMM: 8 warps of 4 x 8 lanes, 4 x 2 warps; 128 x 128
+/// float or 64 x 64 double tiles, 8x8 (float) or 4x4 (double) per thread. gemv: a warp per row.
+/// No launch bounds: nvcc already allows 255 registers a thread, and with a bound of 256 threads
+/// ptxas spends more of them (sm_80, CUDA 11.8: the float64 GEMM 92 -> 195 registers, float32
+/// 115 -> 122, float64 gemv 28 -> 36): one 256-thread float64 GEMM block per SM instead of two.
+/// Unbounded, the CUDA kernels stay as they were measured.
+template <>
+struct GpuKernelShape<GpuVendor::nvidia> {
+  static constexpr int warp_size = 32;
+  static constexpr int launch_bound = 0;
+  template <class T>
+  using Tiling = TeamTiling<T, 4, 8, 4, 2>;
+  static constexpr int gemv_lanes = 32;
+};
+
+/// \brief AMD (HIP; CDNA's 64-lane wavefronts, which Kokkos' HIP backend assumes). GEMM: 4
+/// wavefronts of 8 x 8 lanes, 2 x 2 of them: the same 128 x 128 float / 64 x 64 double tiles and
+/// micro-tiles as on NVIDIA. gemv: a wavefront per row. Launch bounds of the real block: Kokkos
+/// 3.4 otherwise compiles for 1024-thread blocks, 128 VGPRs a lane, and the float64 GEMM spills
+/// (gfx90a, ROCm 5.2: 119 VGPRs spilled, 464 bytes of scratch a lane; bounded: 240 VGPRs, none).
+template <>
+struct GpuKernelShape<GpuVendor::amd> {
+  static constexpr int warp_size = 64;
+  static constexpr int launch_bound = gpu_block_threads;
+  template <class T>
+  using Tiling = TeamTiling<T, 8, 8, 2, 2>;
+  static constexpr int gemv_lanes = 64;
+};
+
+/// \brief The vendor this build's GPU backend runs on; host-only builds (emulated GPUs, host tests)
+/// take NVIDIA's shapes, and the host tests check both.
+#if defined(KOKKOS_ENABLE_HIP)
+inline constexpr GpuVendor this_gpu_vendor = GpuVendor::amd;
+#else
+inline constexpr GpuVendor this_gpu_vendor = GpuVendor::nvidia;
+#endif
+
+/// \brief The layout real GPUs of `Vendor` run.
+template <class T, GpuVendor Vendor = this_gpu_vendor>
+using GpuTiling = typename GpuKernelShape<Vendor>::template Tiling<T>;
 /// \brief The same kernel on an emulated GPU: a team of as many host threads as `Threads` (1 or 2).
 template <class T, int Threads>
 using EmulatedTiling = TeamTiling<T, 1, Threads, 1, 1>;
+/// \brief The launch bound of the GEMM and gemv team kernels on this build's GPU (0: none).
+inline constexpr int gpu_launch_bound = GpuKernelShape<this_gpu_vendor>::launch_bound;
 
-static_assert(GpuTiling<float>::threads == 256 && GpuTiling<double>::threads == 256,
-              "one team is 256 threads: 8 warps");
-static_assert(GpuTiling<float>::warp_size == 32, "a warp is 32 lanes");
-static_assert(GpuTiling<float>::scratch_bytes <= 48 * 1024 && GpuTiling<double>::scratch_bytes <= 48 * 1024,
-              "scratch must fit the 48 KiB of shared memory every CUDA GPU gives a block without opt-in");
+template <GpuVendor Vendor>
+constexpr bool check_gpu_kernel_shape() {
+  using Shape = GpuKernelShape<Vendor>;
+  static_assert(GpuTiling<float, Vendor>::threads == gpu_block_threads &&
+                    GpuTiling<double, Vendor>::threads == gpu_block_threads,
+                "one GEMM team is one block of gpu_block_threads threads");
+  static_assert(GpuTiling<float, Vendor>::warp_size == Shape::warp_size &&
+                    GpuTiling<double, Vendor>::warp_size == Shape::warp_size,
+                "a GEMM warp tile is one hardware warp (wavefront)");
+  static_assert(GpuTiling<float, Vendor>::lanes_n == 8 && GpuTiling<double, Vendor>::lanes_n == 8,
+                "8 lanes along n: one 128-bit shared-memory phase reads 32 consecutive words of B");
+  static_assert(GpuTiling<float, Vendor>::scratch_bytes <= 48 * 1024 && GpuTiling<double, Vendor>::scratch_bytes <= 48 * 1024,
+                "scratch must fit the 48 KiB of shared memory every CUDA GPU gives a block without opt-in "
+                "(AMD's LDS: 64 KiB)");
+  static_assert(Shape::gemv_lanes == Shape::warp_size && gpu_block_threads % Shape::gemv_lanes == 0,
+                "gemv: a warp per row, whole rows per block");
+  static_assert(Shape::launch_bound == 0 || Shape::launch_bound >= gpu_block_threads,
+                "a launch bound admits the kernels' blocks");
+  return true;
+}
+static_assert(check_gpu_kernel_shape<GpuVendor::nvidia>() && check_gpu_kernel_shape<GpuVendor::amd>());
+#if defined(KOKKOS_ENABLE_HIP) && KOKKOS_VERSION < 40000
+static_assert(GpuKernelShape<this_gpu_vendor>::warp_size == Kokkos::Experimental::Impl::HIPTraits::WarpSize,
+              "Kokkos' HIP wavefront width");
+#elif defined(KOKKOS_ENABLE_HIP)
+static_assert(GpuKernelShape<this_gpu_vendor>::warp_size == Kokkos::Impl::HIPTraits::WarpSize,
+              "Kokkos' HIP wavefront width");
+#endif
 
 template <class T, class Tile, class Member>
 struct TeamGemmKernel {
@@ -388,11 +462,13 @@ struct HostGemvKernel {
   }
 };
 
-/// \brief The same on a GPU when rows are contiguous (col == 1): a warp per row (vector lanes
-/// reading it coalesced and reducing in registers), kRows rows per team.
+/// \brief The same on a GPU when rows are contiguous (col == 1): a warp (wavefront) per row, its
+/// `kLanes` vector lanes reading the row coalesced and reducing in registers, kRows rows per team
+/// (one block of gpu_block_threads threads).
 template <class T, class Member>
 struct GemvTeamKernel {
-  static constexpr int kRows = 8;
+  static constexpr int kLanes = GpuKernelShape<this_gpu_vendor>::gemv_lanes;
+  static constexpr int kRows = gpu_block_threads / kLanes;
   GemvKernel<T> gemv;
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kRows), [&](int local) {
@@ -413,7 +489,8 @@ void launch_gemv(const Backend& backend, const GemvKernel<T>& gemv) {
     using Kernel = GemvTeamKernel<T, TeamMember<Backend>>;
     const std::int64_t league = (gemv.rows + Kernel::kRows - 1) / Kernel::kRows;
     if (gemv.col == 1 && gemv.k >= 64 && league <= INT32_MAX) {
-      run(gemv_label, backend, team_policy(backend, static_cast<int>(league), Kernel::kRows, 32), Kernel{gemv});
+      run(gemv_label, backend,
+          team_policy<gpu_launch_bound>(backend, static_cast<int>(league), Kernel::kRows, Kernel::kLanes), Kernel{gemv});
       return;
     }
   } else {
@@ -432,7 +509,8 @@ void launch_team_gemm(const Backend& backend, const T* A, const T* B, T* C, cons
                       const GemmShape& s) {
   const std::int64_t tiles_n = (s.n + Tile::BN - 1) / Tile::BN, tiles = ((s.m + Tile::BM - 1) / Tile::BM) * tiles_n;
   if (tiles > INT32_MAX) fail<ShapeError>("matmul", "the product has more tiles than a GPU launch can hold");
-  run(gemm_label, backend, fixed_team_policy(backend, static_cast<int>(tiles), Tile::threads, TeamScratch{0, Tile::scratch_bytes}),
+  run(gemm_label, backend,
+      fixed_team_policy<gpu_launch_bound>(backend, static_cast<int>(tiles), Tile::threads, TeamScratch{0, Tile::scratch_bytes}),
       TeamGemmKernel<T, Tile, TeamMember<Backend>>{{A, B, C, bias, accumulate, s, tiles_n}});
 }
 

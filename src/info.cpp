@@ -76,11 +76,12 @@ void print_device_report(std::ostream& os) {
     return;
   }
   os << "GPUs       : " << gpus.size() << " visible; kten drives one per process (one MPI rank per GPU)\n";
+  const bool amd = std::string(detail::gpu_backend_name()) == "HIP";  // compute units, not SMs
   for (const auto& g : gpus) {
     os << "  " << (g.used_by_kten ? "gpu(0) = " : "         ") << detail::gpu_backend_name() << ' ' << g.ordinal << ": " << g.name
        << ", " << std::fixed << std::setprecision(1) << static_cast<double>(g.memory_bytes) / (1 << 30)
        << " GiB, compute capability " << g.compute_major << '.' << g.compute_minor << ", " << g.multiprocessors
-       << " SMs" << (g.used_by_kten ? "" : "  (not used by this process)") << '\n';
+       << (amd ? " CUs" : " SMs") << (g.used_by_kten ? "" : "  (not used by this process)") << '\n';
   }
 }
 

@@ -21,10 +21,11 @@ namespace math = ::Kokkos::Experimental;
 
 /// \brief Fused multiply-add a * b + c with one rounding, in host and device code, where a kernel
 /// needs exactly one (whether a plain a * b + c contracts is the compiler's choice: GCC does for
-/// C++ by default, -ffp-contract=fast; nvcc and hipcc do in device code); CUDA provides fma itself.
+/// C++ by default, -ffp-contract=fast; nvcc and hipcc do in device code); CUDA and HIP device code
+/// call the device library's fma.
 template <class T>
 KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
   return ::fma(a, b, c);
 #else
   return std::fma(a, b, c);

@@ -1,6 +1,6 @@
-// The real GPU GEMM layout (256 threads: 8 warps of 32 lanes) run by 256 host threads with a
-// stand-in team member, so its thread mapping, barriers, scratch alignment and edges are exercised
-// exactly as a GPU block runs them. Host-only builds: in a CUDA build the kernel is
+// The real GPU GEMM layouts (256 threads: 8 warps of 32 lanes for NVIDIA, 4 wavefronts of 64 for
+// AMD) run by 256 host threads with a stand-in team member, so their thread mapping, barriers,
+// scratch alignment and edges are exercised exactly as a GPU block runs them. Host-only builds: in a CUDA build the kernel is
 // __host__ __device__ and may not call the stand-in's host-only barrier (nvcc rejects it).
 #include <algorithm>
 #include <condition_variable>
@@ -66,9 +66,9 @@ struct StandInMember {
   const StandInScratch& team_scratch(int) const { return scratch; }
 };
 
-template <class T>
+template <class T, detail::GpuVendor Vendor>
 void check_gpu_layout(std::int64_t m, std::int64_t n, std::int64_t k, bool transpose_a, bool transpose_b) {
-  using Tile = detail::GpuTiling<T>;
+  using Tile = detail::GpuTiling<T, Vendor>;
   const Shape a_shape = transpose_a ? Shape{k, m} : Shape{m, k}, b_shape = transpose_b ? Shape{n, k} : Shape{k, n};
   auto A = uniform(a_shape, -1, 1, cpu(), 1, dtype_of<T>()), B = uniform(b_shape, -1, 1, cpu(), 2, dtype_of<T>());
   auto bias = uniform({n}, -1, 1, cpu(), 3, dtype_of<T>()), C = uniform({m, n}, -1, 1, cpu(), 4, dtype_of<T>());
@@ -101,9 +101,9 @@ void check_gpu_layout(std::int64_t m, std::int64_t n, std::int64_t k, bool trans
   require_allclose<T>(C, ref);
 }
 
-template <class T>
+template <class T, detail::GpuVendor Vendor>
 void check_gpu_layout_covers_the_tile() {
-  using Tile = detail::GpuTiling<T>;
+  using Tile = detail::GpuTiling<T, Vendor>;
   std::vector<int> owners(Tile::BM * Tile::BN, 0);
   for (int rank = 0; rank < Tile::threads; ++rank)
     for (int hr = 0; hr < 2; ++hr)
@@ -116,16 +116,24 @@ void check_gpu_layout_covers_the_tile() {
 
 }  // namespace kten::test
 
-TEMPLATE_TEST_CASE("the real GPU GEMM layout computes every element once, with 256 threads per team",
-                   "[internal][matmul]", float, double) {
-  using T = TestType;
-  kten::test::check_gpu_layout_covers_the_tile<T>();
+namespace kten::test {
+template <class T, detail::GpuVendor Vendor>
+void check_gpu_layout_of() {
+  check_gpu_layout_covers_the_tile<T, Vendor>();
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       CAPTURE(ta, tb);
-      kten::test::check_gpu_layout<T>(13, 11, 21, ta, tb);    // one partial tile
-      kten::test::check_gpu_layout<T>(130, 129, 9, ta, tb);   // tiles in both directions, partial k-slice
+      check_gpu_layout<T, Vendor>(13, 11, 21, ta, tb);    // one partial tile
+      check_gpu_layout<T, Vendor>(130, 129, 9, ta, tb);   // tiles in both directions, partial k-slice
     }
-  kten::test::check_gpu_layout<T>(5, 70, 0, false, false);  // k = 0: bias + C
+  check_gpu_layout<T, Vendor>(5, 70, 0, false, false);  // k = 0: bias + C
+}
+}  // namespace kten::test
+
+TEMPLATE_TEST_CASE("the real GPU GEMM layouts compute every element once, with 256 threads per team",
+                   "[internal][matmul]", float, double) {
+  using kten::detail::GpuVendor;
+  SECTION("NVIDIA: 8 warps of 32 lanes") { kten::test::check_gpu_layout_of<TestType, GpuVendor::nvidia>(); }
+  SECTION("AMD: 4 wavefronts of 64 lanes") { kten::test::check_gpu_layout_of<TestType, GpuVendor::amd>(); }
 }
 

@@ -4,8 +4,9 @@
 //    several k-slices and column blocks, each split the plan makes for 1 to 7 threads;
 //  - the cooperative (GPU) kernel, with teams of 1 and 2 host threads, on odd shapes and
 //    transposed operands (the emulated-GPU suite runs it too, through matmul);
-//  - the shared-memory bank-conflict degree of the real GPU layout's scratch accesses, computed
-//    from the same index functions the kernel uses, for every warp of a team.
+//  - the shared-memory bank-conflict degree of the real GPU layouts' scratch accesses (NVIDIA's
+//    32-lane warps and AMD's 64-lane wavefronts), computed from the same index functions the
+//    kernel uses, for every warp of a team.
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -82,11 +83,13 @@ void check_team_gemm(bool transpose_a, bool transpose_b, bool with_bias, bool ac
   require_allclose<T>(o.C, o.ref);
 }
 
-/// Shared memory has 32 banks of 4-byte words. A warp's access is served in phases: all 32 lanes
-/// for 4-byte accesses, 16 lanes for 8-byte and 8 lanes for 16-byte ones. Within a phase, lanes
-/// that touch different words of one bank are serialised; lanes reading the same word share it.
-/// Returns the worst number of distinct words one bank serves in one phase (1 = conflict-free).
-/// `word_of_lane[l]` is the first 4-byte word lane l touches, `words` how many it touches.
+/// Shared memory has 32 banks of 4-byte words (NVIDIA's shared memory, and the LDS of AMD's CDNA
+/// GPUs). A warp's access is served in phases of 128 bytes: 32 lanes for 4-byte accesses, 16
+/// lanes for 8-byte and 8 lanes for 16-byte ones (a 64-lane wavefront takes twice as many phases).
+/// Within a phase, lanes that touch different words of one bank are serialised; lanes reading the
+/// same word share it. Returns the worst number of distinct words one bank serves in one phase
+/// (1 = conflict-free). `word_of_lane[l]` is the first 4-byte word lane l touches, `words` how
+/// many it touches.
 int bank_conflict_degree(const std::vector<long>& word_of_lane, int words) {
   const int lanes_per_phase = 32 / words;
   int worst = 1;
@@ -99,24 +102,47 @@ int bank_conflict_degree(const std::vector<long>& word_of_lane, int words) {
   return worst;
 }
 
+/// The first 4-byte word each lane of warp `warp` touches; `element_of(rank)` is the scratch
+/// element a thread touches.
+template <class Tile, class T, class ElementOf>
+std::vector<long> words_of_warp(ElementOf element_of, int warp) {
+  std::vector<long> word_of_lane;
+  for (int lane = 0; lane < Tile::warp_size; ++lane)
+    word_of_lane.push_back(static_cast<long>(element_of(warp * Tile::warp_size + lane)) * static_cast<long>(sizeof(T)) / 4);
+  return word_of_lane;
+}
+
 /// The worst conflict degree of one scratch access over every warp (and every repetition) of a
 /// team; `element_of(rank)` is the scratch element a thread touches, `elements` how many at once.
 template <class Tile, class T, class ElementOf>
 int worst_degree(ElementOf element_of, int elements) {
   const int words = static_cast<int>(sizeof(T)) * elements / 4;
   int worst = 1;
-  for (int warp = 0; warp < Tile::threads / 32; ++warp) {
-    std::vector<long> word_of_lane;
-    for (int lane = 0; lane < 32; ++lane)
-      word_of_lane.push_back(static_cast<long>(element_of(warp * 32 + lane)) * static_cast<long>(sizeof(T)) / 4);
-    worst = std::max(worst, bank_conflict_degree(word_of_lane, words));
-  }
+  for (int warp = 0; warp < Tile::threads / Tile::warp_size; ++warp)
+    worst = std::max(worst, bank_conflict_degree(words_of_warp<Tile, T>(element_of, warp), words));
   return worst;
 }
 
-template <class T>
+/// Whether every warp's access, `elements` at a time per lane, touches at most 32 distinct words
+/// that fall in 32 distinct banks: then no grouping of its lanes into phases can conflict (AMD
+/// does not serve 128-bit LDS reads in phases of consecutive lanes).
+template <class Tile, class T, class ElementOf>
+bool conflict_free_in_any_phase(ElementOf element_of, int elements) {
+  const int words = static_cast<int>(sizeof(T)) * elements / 4;
+  for (int warp = 0; warp < Tile::threads / Tile::warp_size; ++warp) {
+    std::set<long> distinct;
+    for (long first : words_of_warp<Tile, T>(element_of, warp))
+      for (int w = 0; w < words; ++w) distinct.insert(first + w);
+    std::set<long> banks;
+    for (long word : distinct) banks.insert(word % 32);
+    if (banks.size() != distinct.size()) return false;
+  }
+  return true;
+}
+
+template <class T, detail::GpuVendor Vendor>
 void check_bank_conflicts() {
-  using Tile = detail::GpuTiling<T>;
+  using Tile = detail::GpuTiling<T, Vendor>;
   // Stores of the op(A) and op(B) slices, for both memory layouts of each operand, every iteration.
   for (bool contiguous : {true, false}) {
     CAPTURE(contiguous);
@@ -141,8 +167,12 @@ void check_bank_conflicts() {
   for (int p = 0; p < Tile::BK; ++p)
     for (int h = 0; h < 2; ++h) {
       CAPTURE(p, h);
-      CHECK(worst_degree<Tile, T>([&](int rank) { return Tile::a_offset(Tile::thread_row(rank, h), p); }, Tile::V) <= 1);
-      CHECK(worst_degree<Tile, T>([&](int rank) { return Tile::b_offset(p, Tile::thread_col(rank, h)); }, Tile::V) <= 1);
+      const auto a_load = [&](int rank) { return Tile::a_offset(Tile::thread_row(rank, h), p); };
+      const auto b_load = [&](int rank) { return Tile::b_offset(p, Tile::thread_col(rank, h)); };
+      CHECK(worst_degree<Tile, T>(a_load, Tile::V) <= 1);
+      CHECK(worst_degree<Tile, T>(b_load, Tile::V) <= 1);
+      CHECK(conflict_free_in_any_phase<Tile, T>(a_load, Tile::V));
+      CHECK(conflict_free_in_any_phase<Tile, T>(b_load, Tile::V));
     }
 }
 
@@ -263,7 +293,9 @@ TEST_CASE("the bank-conflict model counts what the hardware serialises", "[inter
   CHECK(bank_conflict_degree(vec_stride8, 4) == 2);
 }
 
-TEMPLATE_TEST_CASE("the GPU GEMM layout's shared-memory accesses are free of bank conflicts",
+TEMPLATE_TEST_CASE("the GPU GEMM layouts' shared-memory accesses are free of bank conflicts",
                    "[internal][matmul]", float, double) {
-  kten::test::check_bank_conflicts<TestType>();
+  using kten::detail::GpuVendor;
+  SECTION("NVIDIA: 8 warps of 32 lanes") { kten::test::check_bank_conflicts<TestType, GpuVendor::nvidia>(); }
+  SECTION("AMD: 4 wavefronts of 64 lanes") { kten::test::check_bank_conflicts<TestType, GpuVendor::amd>(); }
 }

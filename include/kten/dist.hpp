@@ -107,8 +107,8 @@ bool is_initialized();
 /// \brief All ranks (a duplicate of MPI_COMM_WORLD); throws kten::Error before init().
 std::shared_ptr<Communicator> world();
 /// \brief True when GPU memory goes to MPI directly: KTEN_MPI_GPU_AWARE=1/0 when set, else the
-/// MPI library's own answer for this build's GPU backend (MPIX_Query_cuda_support for CUDA, where
-/// mpi-ext.h provides it), else false.
+/// MPI library's own answer for this build's GPU backend (Open MPI's MPIX_Query_cuda_support for
+/// CUDA, MPIX_Query_rocm_support for HIP, where mpi-ext.h provides them), else false.
 bool gpu_aware();
 /// \brief Deprecated: the old name of gpu_aware() (KTEN_MPI_CUDA_AWARE is still read too).
 [[deprecated("kten::dist::cuda_aware() is now gpu_aware()")]] inline bool cuda_aware() { return gpu_aware(); }

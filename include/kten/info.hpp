@@ -13,11 +13,11 @@ namespace kten {
 /// \brief One GPU as its vendor runtime describes it.
 struct GpuProperties {
   int ordinal = 0;                 ///< \brief the vendor runtime's device number
-  std::string name;                ///< \brief e.g. "NVIDIA H100 80GB HBM3"
+  std::string name;                ///< \brief e.g. "NVIDIA H100 80GB HBM3", or AMD's "gfx90a:sramecc+:xnack-"
   std::size_t memory_bytes = 0;    ///< \brief global memory
   int compute_major = 0;           ///< \brief compute capability, major
   int compute_minor = 0;           ///< \brief compute capability, minor
-  int multiprocessors = 0;         ///< \brief SM count
+  int multiprocessors = 0;         ///< \brief SM count (AMD: compute units)
   bool used_by_kten = false;       ///< \brief true for the device kten drives as gpu(0)
 };
 
@@ -40,7 +40,7 @@ std::string gemm_micro_kernel();
 /// \brief Elements below which a cpu() operation runs on the calling thread, without waking the
 /// other host threads.
 std::int64_t host_serial_grain();
-/// \brief Every CUDA device the driver shows (empty in host-only builds or without GPUs).
+/// \brief Every GPU the vendor runtime shows, CUDA or HIP (empty in host-only builds or without GPUs).
 std::vector<GpuProperties> gpu_properties();
 /// \brief Writes the device report (the library's nvidia-smi) to `os`.
 void print_device_report(std::ostream& os);

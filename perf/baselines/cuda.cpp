@@ -56,19 +56,21 @@ const Cublas& cublas() {
 }
 }  // namespace
 
-bool cublas_available(std::string* why) {
+const char* gpu_blas_name() { return "cuBLAS"; }
+
+bool gpu_blas_available(std::string* why) {
   if (!cublas().handle && why) *why = cublas().error;
   return cublas().handle != nullptr;
 }
 
 // Row-major C = A B is column-major C^T = B^T A^T: pass B first.
 template <>
-void cublas_gemm<float>(const float* A, const float* B, float* C, long m, long n, long k) {
+void gpu_blas_gemm<float>(const float* A, const float* B, float* C, long m, long n, long k) {
   const float one = 1, zero = 0;
   cublas().sgemm(cublas().handle, 0, 0, int(n), int(m), int(k), &one, B, int(n), A, int(k), &zero, C, int(n));
 }
 template <>
-void cublas_gemm<double>(const double* A, const double* B, double* C, long m, long n, long k) {
+void gpu_blas_gemm<double>(const double* A, const double* B, double* C, long m, long n, long k) {
   const double one = 1, zero = 0;
   cublas().dgemm(cublas().handle, 0, 0, int(n), int(m), int(k), &one, B, int(n), A, int(k), &zero, C, int(n));
 }

@@ -24,23 +24,38 @@ static_assert(std::is_same_v<RangePolicy<GpuBackend>::index_type, std::int64_t>,
 template <class Backend>
 using TeamPolicy = Kokkos::TeamPolicy<typename Backend::execution_space>;
 
-/// \brief The handle a team kernel's operator() receives on the backend.
+/// \brief The handle a team kernel's operator() receives on the backend (the same with or without
+/// launch bounds).
 template <class Backend>
 using TeamMember = typename TeamPolicy<Backend>::member_type;
 
+/// \brief A team policy whose kernel is compiled for blocks of at most `MaxThreads` threads
+/// (Kokkos::LaunchBounds<MaxThreads, 1>) on a real GPU; TeamPolicy<Backend> when MaxThreads is 0
+/// and on host backends (emulated GPUs included), where launch bounds mean nothing. Kokkos 3.4
+/// compiles a HIP kernel without them for blocks of 1024 threads: 128 VGPRs a lane on CDNA,
+/// too few for the float64 GEMM micro-tile, which then spills to scratch. Which kernels get a
+/// bound is the vendor's choice (GpuKernelShape in gemm_kernel.hpp).
+template <class Backend, int MaxThreads>
+using BoundedTeamPolicy =
+    std::conditional_t<MaxThreads == 0 || Backend::is_host || Backend::emulated, TeamPolicy<Backend>,
+                       Kokkos::TeamPolicy<typename Backend::execution_space, Kokkos::LaunchBounds<MaxThreads, 1>>>;
+
 /// \brief `league` teams on the backend, of `team_size` threads (0: the backend picks, Kokkos::AUTO)
-/// with `vector_length` lanes each on a GPU. An emulated GPU gets teams of two host threads where
+/// with `vector_length` lanes each on a GPU, the kernel bounded to blocks of `MaxThreads` threads
+/// (0: no bound; see BoundedTeamPolicy). An emulated GPU gets teams of two host threads where
 /// the host has them, so the kernels' cross-thread combining and barriers run (Kokkos' OpenMP
 /// backend would pick teams of one), and no vector lanes.
-template <class Backend>
-TeamPolicy<Backend> team_policy(const Backend& backend, int league, int team_size = 0, int vector_length = 1) {
-  check_launch_thread<Backend, TeamPolicy<Backend>>(false);  // before Kokkos sizes the team
+template <int MaxThreads = 0, class Backend>
+BoundedTeamPolicy<Backend, MaxThreads> team_policy(const Backend& backend, int league, int team_size = 0,
+                                                   int vector_length = 1) {
+  using Policy = BoundedTeamPolicy<Backend, MaxThreads>;
+  check_launch_thread<Backend, Policy>(false);  // before Kokkos sizes the team
   if constexpr (Backend::emulated)
-    return TeamPolicy<Backend>(backend.space, league, backend.space.concurrency() >= 2 ? 2 : 1);
+    return Policy(backend.space, league, backend.space.concurrency() >= 2 ? 2 : 1);
   else if (team_size > 0)
-    return TeamPolicy<Backend>(backend.space, league, team_size, vector_length);
+    return Policy(backend.space, league, team_size, vector_length);
   else
-    return TeamPolicy<Backend>(backend.space, league, Kokkos::AUTO, vector_length);
+    return Policy(backend.space, league, Kokkos::AUTO, vector_length);
 }
 
 /// \brief Scratch memory per team: level 0 (GPU shared memory) or 1 (larger, slower).
@@ -50,11 +65,14 @@ struct TeamScratch {
 };
 
 /// \brief `league` teams of exactly `team_size` threads, for kernels whose thread layout is fixed
-/// at compile time (the tiled GEMM), with `scratch` per team.
-template <class Backend>
-TeamPolicy<Backend> fixed_team_policy(const Backend& backend, int league, int team_size, TeamScratch scratch) {
-  check_launch_thread<Backend, TeamPolicy<Backend>>(false);  // before Kokkos sizes the team
-  TeamPolicy<Backend> policy(backend.space, league, team_size);
+/// at compile time (the tiled GEMM), with `scratch` per team; the kernel bounded to blocks of
+/// `MaxThreads` threads (0: no bound; see BoundedTeamPolicy).
+template <int MaxThreads = 0, class Backend>
+BoundedTeamPolicy<Backend, MaxThreads> fixed_team_policy(const Backend& backend, int league, int team_size,
+                                                         TeamScratch scratch) {
+  using Policy = BoundedTeamPolicy<Backend, MaxThreads>;
+  check_launch_thread<Backend, Policy>(false);  // before Kokkos sizes the team
+  Policy policy(backend.space, league, team_size);
   return policy.set_scratch_size(scratch.level, Kokkos::PerTeam(scratch.bytes));
 }
 

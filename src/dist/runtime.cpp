@@ -16,7 +16,7 @@
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
 #if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support (after mpi.h, which it needs)
+#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda/rocm_support (after mpi.h, which it needs)
 #endif
 
 #include <kten/dist.hpp>
@@ -192,9 +192,14 @@ bool gpu_aware() {
     if (std::strcmp(env, "0") == 0) return false;
     kten::detail::fail("", name, " must be 1 or 0, got '", env, "'");
   }
+  const char* gpu = ::kten::detail::gpu_backend_name();  // not dist::detail's
+  [[maybe_unused]] const std::string backend = gpu ? gpu : "";
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-  if (std::strcmp(detail::gpu_backend_name() ? detail::gpu_backend_name() : "", "Cuda") == 0)
-    return MPIX_Query_cuda_support() == 1;  // built CUDA-aware; asks whether it is at run time
+  if (backend == "Cuda") return MPIX_Query_cuda_support() == 1;  // built CUDA-aware; asks whether it is at run time
+#endif
+  // Open MPI 5 and later with ROCm support; Debian 12's Open MPI 4.1 has no ROCm extension.
+#if defined(MPIX_ROCM_AWARE_SUPPORT) && MPIX_ROCM_AWARE_SUPPORT
+  if (backend == "HIP") return MPIX_Query_rocm_support() == 1;
 #endif
   return false;
 }

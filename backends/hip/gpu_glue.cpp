@@ -1,0 +1,76 @@
+// HIP glue (AMD GPUs through ROCm): the runtime's view of the devices, and pinned host memory.
+#include "backend_glue.hpp"
+
+#include <hip/hip_runtime.h>
+
+#include <Kokkos_Core.hpp>
+
+namespace kten::detail {
+namespace {
+
+// Kokkos 3.x keeps its HIP backend in Kokkos::Experimental; 4.0 moved it to Kokkos:: (the old
+// spellings deprecated, then removed). The only place kten names these types.
+#if KOKKOS_VERSION >= 40000
+namespace kokkos_hip = ::Kokkos;
+#else
+namespace kokkos_hip = ::Kokkos::Experimental;
+#endif
+
+}  // namespace
+
+const char* gpu_backend_name() { return "HIP"; }
+
+std::string gpu_runtime_problem() {
+  int count = 0;
+  const hipError_t status = hipGetDeviceCount(&count);
+  const char* check = "; check the amdgpu driver and /dev/kfd (rocm-smi lists the GPUs), and HIP_VISIBLE_DEVICES / "
+                      "ROCR_VISIBLE_DEVICES";
+  if (status == hipErrorNoDevice || (status == hipSuccess && count == 0)) {
+    (void)hipGetLastError();
+    return std::string("the HIP runtime finds no AMD GPU, hipErrorNoDevice") + check;
+  }
+  if (status != hipSuccess) {
+    (void)hipGetLastError();  // clear the sticky error
+    return std::string(hipGetErrorName(status)) + ": " + hipGetErrorString(status) + check;
+  }
+  return {};
+}
+
+int gpu_device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (hipGetDeviceCount(&n) != hipSuccess) {
+      (void)hipGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+int kokkos_gpu_device() { return kokkos_hip::HIP().hip_device(); }
+
+std::shared_ptr<void> allocate_pinned_host(std::size_t bytes, void** data) {
+  using Pinned = Kokkos::View<double*, kokkos_hip::HIPHostPinnedSpace>;
+  auto view = std::make_shared<Pinned>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kten::pinned"),
+                                       bytes / sizeof(double) + 1);
+  *data = view->data();
+  return view;
+}
+
+std::vector<GpuProperties> gpu_device_properties() {
+  std::vector<GpuProperties> out;
+  const int used = Kokkos::is_initialized() ? kokkos_gpu_device() : -1;
+  for (int i = 0; i < gpu_device_count(); ++i) {
+    hipDeviceProp_t p{};
+    if (hipGetDeviceProperties(&p, i) != hipSuccess) continue;
+    // gcnArchName ("gfx90a:sramecc+:xnack-") says which GPU it is; name is often a marketing
+    // string, or empty on older ROCm releases. Both, when they differ.
+    std::string name = p.gcnArchName;
+    if (p.name[0] != '\0' && name.rfind(p.name, 0) != 0) name = std::string(p.name) + " (" + name + ")";
+    out.push_back({i, name, p.totalGlobalMem, p.major, p.minor, p.multiProcessorCount, i == used});
+  }
+  return out;
+}
+
+}  // namespace kten::detail
