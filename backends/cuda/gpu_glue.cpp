@@ -1,5 +1,6 @@
 // CUDA glue: the runtime's view of the devices, and pinned host memory.
 #include "backend_glue.hpp"
+#include "pinned_view.hpp"
 
 #include <cuda_runtime.h>
 
@@ -22,25 +23,15 @@ std::string gpu_runtime_problem() {
 }
 
 int gpu_device_count() {
-  static const int count = [] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-      cudaGetLastError();
-      return 0;
-    }
-    return n;
-  }();
+  // Counted once; a runtime that fails counts none (and its sticky error is cleared).
+  static const int count = [] { int n = 0; return cudaGetDeviceCount(&n) == cudaSuccess ? n : ((void)cudaGetLastError(), 0); }();
   return count;
 }
 
 int kokkos_gpu_device() { return Kokkos::Cuda().cuda_device(); }
 
 std::shared_ptr<void> allocate_pinned_host(std::size_t bytes, void** data) {
-  using Pinned = Kokkos::View<double*, Kokkos::CudaHostPinnedSpace>;
-  auto view = std::make_shared<Pinned>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kten::pinned"),
-                                       bytes / sizeof(double) + 1);
-  *data = view->data();
-  return view;
+  return allocate_pinned_view<Kokkos::CudaHostPinnedSpace>(bytes, data);
 }
 
 std::vector<GpuProperties> gpu_device_properties() {

@@ -3,54 +3,24 @@
 // CUDA kernel launch and cudaMemcpy from pinned memory, the floors kten's GPU rows compare with.
 #include "vendor_baseline.hpp"
 
-#include <dlfcn.h>
-
-#include <chrono>
+#include "gpu_blas_loader.hpp"
 
 #include <Kokkos_Core.hpp>
 
 namespace kten::perf {
 
 namespace {
-using Handle = void*;
-using CreateFn = int (*)(Handle*);
-using SetStreamFn = int (*)(Handle, cudaStream_t);
-using SetMathModeFn = int (*)(Handle, int);
-using SgemmFn = int (*)(Handle, int, int, int, int, int, const float*, const float*, int, const float*, int,
-                        const float*, float*, int);
-using DgemmFn = int (*)(Handle, int, int, int, int, int, const double*, const double*, int, const double*, int,
-                        const double*, double*, int);
-
-struct Cublas {
-  Handle handle = nullptr;
-  SgemmFn sgemm = nullptr;
-  DgemmFn dgemm = nullptr;
-  std::string error;
-};
-
-const Cublas& cublas() {
-  static const Cublas lib = [] {
-    Cublas c;
-    void* so = nullptr;
-    for (const char* name : {"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"})
-      if ((so = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-    if (!so) {
-      c.error = "libcublas.so not found (set LD_LIBRARY_PATH to the CUDA libraries)";
-      return c;
-    }
-    auto create = reinterpret_cast<CreateFn>(dlsym(so, "cublasCreate_v2"));
-    auto set_stream = reinterpret_cast<SetStreamFn>(dlsym(so, "cublasSetStream_v2"));
-    auto set_math = reinterpret_cast<SetMathModeFn>(dlsym(so, "cublasSetMathMode"));
-    c.sgemm = reinterpret_cast<SgemmFn>(dlsym(so, "cublasSgemm_v2"));
-    c.dgemm = reinterpret_cast<DgemmFn>(dlsym(so, "cublasDgemm_v2"));
-    if (!create || !set_stream || !set_math || !c.sgemm || !c.dgemm || create(&c.handle) != 0) {
-      c.error = "libcublas.so lacks the expected entry points or cublasCreate failed";
-      c.handle = nullptr;
-      return c;
-    }
-    set_stream(c.handle, Kokkos::Cuda().cuda_stream());
-    set_math(c.handle, 0);  // CUBLAS_DEFAULT_MATH: no TF32 for sgemm
-    return c;
+const LoadedBlas<cudaStream_t>& cublas() {
+  static const LoadedBlas<cudaStream_t> lib = [] {
+    auto blas = load_blas(BlasNames{{"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"},
+                                    "cublasCreate_v2", "cublasSetStream_v2", "cublasSgemm_v2", "cublasDgemm_v2",
+                                    /*CUBLAS_OP_N=*/0,
+                                    "libcublas.so not found (set LD_LIBRARY_PATH to the CUDA libraries)"},
+                          Kokkos::Cuda().cuda_stream());
+    using SetMathModeFn = int (*)(void*, int);
+    auto set_math = blas.handle ? reinterpret_cast<SetMathModeFn>(dlsym(blas.library, "cublasSetMathMode")) : nullptr;
+    if (set_math) set_math(blas.handle, 0);  // CUBLAS_DEFAULT_MATH: no TF32 for sgemm
+    return blas;
   }();
   return lib;
 }
@@ -63,27 +33,17 @@ bool gpu_blas_available(std::string* why) {
   return cublas().handle != nullptr;
 }
 
-// Row-major C = A B is column-major C^T = B^T A^T: pass B first.
 template <>
 void gpu_blas_gemm<float>(const float* A, const float* B, float* C, long m, long n, long k) {
-  const float one = 1, zero = 0;
-  cublas().sgemm(cublas().handle, 0, 0, int(n), int(m), int(k), &one, B, int(n), A, int(k), &zero, C, int(n));
+  cublas().gemm(A, B, C, m, n, k);
 }
 template <>
 void gpu_blas_gemm<double>(const double* A, const double* B, double* C, long m, long n, long k) {
-  const double one = 1, zero = 0;
-  cublas().dgemm(cublas().handle, 0, 0, int(n), int(m), int(k), &one, B, int(n), A, int(k), &zero, C, int(n));
+  cublas().gemm(A, B, C, m, n, k);
 }
+
 namespace {
 __global__ void empty_kernel() {}
-
-template <class F>
-double seconds_per(int repetitions, F f) {
-  f();  // warm-up
-  const auto start = std::chrono::steady_clock::now();
-  for (int r = 0; r < repetitions; ++r) f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repetitions;
-}
 }  // namespace
 
 double raw_launch_seconds(int repetitions) {

@@ -5,9 +5,7 @@
 // memory, the floors kten's GPU rows compare with.
 #include "vendor_baseline.hpp"
 
-#include <dlfcn.h>
-
-#include <chrono>
+#include "gpu_blas_loader.hpp"
 
 #include <hip/hip_runtime.h>
 
@@ -24,46 +22,15 @@ hipStream_t kokkos_stream() { return Kokkos::Experimental::HIP().hip_stream(); }
 #endif
 
 // rocBLAS' C API as its rocblas.h declares it (handles are pointers, enums and rocblas_int are
-// 32-bit ints): rocblas_operation_none is 111, rocblas_status_success 0.
-using Handle = void*;
-constexpr int rocblas_operation_none = 111;
-using CreateFn = int (*)(Handle*);
-using SetStreamFn = int (*)(Handle, hipStream_t);
-using SgemmFn = int (*)(Handle, int, int, int, int, int, const float*, const float*, int, const float*, int,
-                        const float*, float*, int);
-using DgemmFn = int (*)(Handle, int, int, int, int, int, const double*, const double*, int, const double*, int,
-                        const double*, double*, int);
-
-struct Rocblas {
-  Handle handle = nullptr;
-  SgemmFn sgemm = nullptr;
-  DgemmFn dgemm = nullptr;
-  std::string error;
-};
-
-const Rocblas& rocblas() {
-  static const Rocblas lib = [] {
-    Rocblas r;
-    void* so = nullptr;
-    for (const char* name : {"librocblas.so", "librocblas.so.4", "librocblas.so.3", "librocblas.so.0"})
-      if ((so = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-    if (!so) {
-      r.error = "librocblas.so not found (Debian 12 packages no rocBLAS; install ROCm's, or set LD_LIBRARY_PATH "
-                "to it)";
-      return r;
-    }
-    auto create = reinterpret_cast<CreateFn>(dlsym(so, "rocblas_create_handle"));
-    auto set_stream = reinterpret_cast<SetStreamFn>(dlsym(so, "rocblas_set_stream"));
-    r.sgemm = reinterpret_cast<SgemmFn>(dlsym(so, "rocblas_sgemm"));
-    r.dgemm = reinterpret_cast<DgemmFn>(dlsym(so, "rocblas_dgemm"));
-    if (!create || !set_stream || !r.sgemm || !r.dgemm || create(&r.handle) != 0) {
-      r.error = "librocblas.so lacks the expected entry points or rocblas_create_handle failed";
-      r.handle = nullptr;
-      return r;
-    }
-    set_stream(r.handle, kokkos_stream());
-    return r;
-  }();
+// 32-bit ints): rocblas_operation_none is 111.
+const LoadedBlas<hipStream_t>& rocblas() {
+  static const LoadedBlas<hipStream_t> lib =
+      load_blas(BlasNames{{"librocblas.so", "librocblas.so.4", "librocblas.so.3", "librocblas.so.0"},
+                          "rocblas_create_handle", "rocblas_set_stream", "rocblas_sgemm", "rocblas_dgemm",
+                          /*rocblas_operation_none=*/111,
+                          "librocblas.so not found (Debian 12 packages no rocBLAS; install ROCm's, or set "
+                          "LD_LIBRARY_PATH to it)"},
+                kokkos_stream());
   return lib;
 }
 }  // namespace
@@ -75,30 +42,17 @@ bool gpu_blas_available(std::string* why) {
   return rocblas().handle != nullptr;
 }
 
-// Row-major C = A B is column-major C^T = B^T A^T: pass B first.
 template <>
 void gpu_blas_gemm<float>(const float* A, const float* B, float* C, long m, long n, long k) {
-  const float one = 1, zero = 0;
-  rocblas().sgemm(rocblas().handle, rocblas_operation_none, rocblas_operation_none, int(n), int(m), int(k), &one, B,
-                  int(n), A, int(k), &zero, C, int(n));
+  rocblas().gemm(A, B, C, m, n, k);
 }
 template <>
 void gpu_blas_gemm<double>(const double* A, const double* B, double* C, long m, long n, long k) {
-  const double one = 1, zero = 0;
-  rocblas().dgemm(rocblas().handle, rocblas_operation_none, rocblas_operation_none, int(n), int(m), int(k), &one, B,
-                  int(n), A, int(k), &zero, C, int(n));
+  rocblas().gemm(A, B, C, m, n, k);
 }
 
 namespace {
 __global__ void empty_kernel() {}
-
-template <class F>
-double seconds_per(int repetitions, F f) {
-  f();  // warm-up
-  const auto start = std::chrono::steady_clock::now();
-  for (int r = 0; r < repetitions; ++r) f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repetitions;
-}
 }  // namespace
 
 double raw_launch_seconds(int repetitions) {
