@@ -11,6 +11,7 @@
 
 #include <kten/kokkos.hpp>
 
+#include "elementwise.hpp"  // detail::fill, an in-place kernel that assumes contiguous memory
 #include "support.hpp"
 
 using namespace kten;
@@ -410,4 +411,19 @@ TEST_CASE("from_view takes a View in the default layout of the default memory sp
   auto back = t.view<double**, Kokkos::LayoutStride, Space>();
   CHECK(back.data() == user.data());
   CHECK(back.stride(1) == user.stride(1));
+}
+
+TEST_CASE("kernels that assume contiguous operands refuse strided ones instead of writing elsewhere", "[views]") {
+  const Device d = test::device();
+  auto X = zeros({4, 3}, d);
+  try {
+    detail::fill(X.transpose(), 1.0);
+    FAIL("a strided operand reached a contiguous kernel");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("strided view") != std::string::npos);
+    CHECK(std::string(e.what()).find("contiguous()") != std::string::npos);
+  }
+  CHECK_THROWS_AS(detail::fill(X.narrow(1, 0, 2), 1.0), Error);
+  detail::fill(X.select(0, 1), 2.0);  // contiguous with an offset: the kernel starts at row 1
+  CHECK(X.to_vector<float>() == std::vector<float>{0, 0, 0, 2, 2, 2, 0, 0, 0, 0, 0, 0});
 }
