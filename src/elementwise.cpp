@@ -102,7 +102,8 @@ void strided_copy(const char* op, const Tensor& src, const Tensor& dst) {
   const BroadcastIndex index = strided_index(op, src.shape(), src.strides(), dst.strides());
   launch_views(op, [&](const auto& backend, auto* x, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
-    for_each_index(op, backend, src.numel(), StridedCopyKernel<T>{x, o, index});
+    const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(index, src.numel());
+    for_each_index(op, backend, walk.indices, StridedCopyKernel<T>{x, o, index, walk.row}, src.numel());
   }, src, dst);
 }
 

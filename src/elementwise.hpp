@@ -63,6 +63,23 @@ struct BroadcastIndex {
   }
 };
 
+/// \brief How a strided kernel walks its flat index: `row == 0`, one element per index (GPUs: adjacent
+/// threads write adjacent outputs); else one row of `row` elements (the innermost merged axis) per
+/// index (host: one index decomposition per row instead of one per element, and a plain loop along
+/// the row that vectorises when the inputs' inner stride is 1).
+struct StridedWalk {
+  std::int64_t row = 0;
+  std::int64_t indices = 0;  ///< \brief how many indices the kernel runs over
+};
+
+/// \brief The walk for a backend: rows on the host when there is an axis, elements otherwise.
+template <class Backend>
+StridedWalk strided_walk(const BroadcastIndex& s, std::int64_t numel) {
+  if (!Backend::is_host || s.rank == 0 || numel == 0) return {0, numel};
+  const std::int64_t row = s.extent[s.rank - 1];
+  return {row, numel / row};
+}
+
 /// \brief The index of a flat row-major loop over `shape` into two strided operands (strides per
 /// axis of `shape`, 0 where broadcast): axes of extent 1 are dropped and adjacent axes that both
 /// operands step through evenly are merged, so a contiguous pair becomes one axis. ShapeError when
@@ -117,10 +134,22 @@ struct StridedUnaryKernel {
   T* out;
   Op op;
   BroadcastIndex s;
+  std::int64_t row;  // StridedWalk::row
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t ix, unused;
-    s.offsets(i, ix, unused);
-    out[i] = op(x[ix]);
+    if (row == 0) {
+      s.offsets(i, ix, unused);
+      out[i] = op(x[ix]);
+      return;
+    }
+    s.offsets(i * row, ix, unused);
+    const std::int64_t sx = s.stride_a[s.rank - 1];
+    T* o = out + i * row;
+    if (sx == 1) {
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(x[ix + j]);
+    } else {
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(x[ix + j * sx]);
+    }
   }
 };
 
@@ -130,10 +159,21 @@ struct StridedCopyKernel {
   const T* x;
   T* out;
   BroadcastIndex s;  // stride_a: x's, stride_b: out's
+  std::int64_t row;  // StridedWalk::row
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t ix, io;
-    s.offsets(i, ix, io);
-    out[io] = x[ix];
+    if (row == 0) {
+      s.offsets(i, ix, io);
+      out[io] = x[ix];
+      return;
+    }
+    s.offsets(i * row, ix, io);
+    const std::int64_t sx = s.stride_a[s.rank - 1], so = s.stride_b[s.rank - 1];
+    if (sx == 1 && so == 1) {
+      for (std::int64_t j = 0; j < row; ++j) out[io + j] = x[ix + j];
+    } else {
+      for (std::int64_t j = 0; j < row; ++j) out[io + j * so] = x[ix + j * sx];
+    }
   }
 };
 
@@ -153,7 +193,9 @@ Tensor elementwise_unary(const char* label, const Tensor& x, MakeOp make_op) {
   const BroadcastIndex index = strided_index(label, x.shape(), x.strides(), out.strides());
   launch_views(label, [&](const auto& backend, auto* in, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
-    for_each_index(label, backend, x.numel(), StridedUnaryKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{}), index});
+    const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(index, x.numel());
+    for_each_index(label, backend, walk.indices,
+                   StridedUnaryKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{}), index, walk.row}, x.numel());
   }, x, out);
   return out;
 }
@@ -173,10 +215,28 @@ struct BroadcastBinaryKernel {
   T* out;
   Op op;
   BroadcastIndex s;
+  std::int64_t row;  // StridedWalk::row
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t ia, ib;
-    s.offsets(i, ia, ib);
-    out[i] = op(a[ia], b[ib]);
+    if (row == 0) {
+      s.offsets(i, ia, ib);
+      out[i] = op(a[ia], b[ib]);
+      return;
+    }
+    s.offsets(i * row, ia, ib);
+    const std::int64_t sa = s.stride_a[s.rank - 1], sb = s.stride_b[s.rank - 1];
+    T* o = out + i * row;
+    if (sa == 1 && sb == 1) {
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(a[ia + j], b[ib + j]);
+    } else if (sa == 1 && sb == 0) {
+      const T y = b[ib];
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(a[ia + j], y);
+    } else if (sa == 0 && sb == 1) {
+      const T x = a[ia];
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(x, b[ib + j]);
+    } else {
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(a[ia + j * sa], b[ib + j * sb]);
+    }
   }
 };
 
@@ -199,7 +259,8 @@ Tensor elementwise_binary(const char* label, const Tensor& a, const Tensor& b, O
       strided_index(label, out.shape(), broadcast_strides(a, out.shape()), broadcast_strides(b, out.shape()));
   launch_views(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
-    for_each_index(label, backend, out.numel(), BroadcastBinaryKernel<T, Op>{x, y, o, op, index});
+    const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(index, out.numel());
+    for_each_index(label, backend, walk.indices, BroadcastBinaryKernel<T, Op>{x, y, o, op, index, walk.row}, out.numel());
   }, a, b, out);
   return out;
 }
