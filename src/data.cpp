@@ -62,7 +62,7 @@ std::vector<Batch> Dataset::shard_batches(bool train, std::int64_t batch_size, s
     if (b.X.ndim() < 1 || b.y.ndim() < 1 || b.X.shape()[0] != b.y.shape()[0])
       detail::fail<ShapeError>("shard_batches()", "a batch's X (", b.X.shape(), ") and y (", b.y.shape(),
                                ") must have one row per example");
-    b = {b.X.to(cpu()), b.y.to(cpu())};
+    b = {b.X.to(cpu()).contiguous(), b.y.to(cpu()).contiguous()};  // gather_rows reads rows as bytes
     total += b.X.shape()[0];
   }
   // The epoch's p-th example, for padding (PyTorch repeats the order from its start).

@@ -26,6 +26,8 @@ std::shared_ptr<const dist::ProcessGroup>& group_slot() {
 // Copies `bytes` from byte `from_offset` of `from` to byte `to_offset` of `to`, on their devices.
 void copy_at(const Tensor& from, std::size_t from_offset, const Tensor& to, std::size_t to_offset,
              std::size_t bytes) {
+  detail::check_contiguous("DataParallel", from);  // parameters and gradients are kten's own, contiguous
+  detail::check_contiguous("DataParallel", to);
   const detail::Storage src{detail::data_ptr<char>(from) + from_offset, bytes, from.device(), nullptr};
   const detail::Storage dst{detail::data_ptr<char>(to) + to_offset, bytes, to.device(), nullptr};
   detail::copy_bytes(src, dst, bytes);

@@ -47,8 +47,6 @@ Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   bc.shape.assign(rank, 1);
   if (rank > kMaxRank)
     fail<ShapeError>(op, "broadcasting supports up to ", kMaxRank, " dimensions, got ", a, " and ", b);
-  bc.index.rank = rank;
-  std::int64_t sa = 1, sb = 1;
   for (int d = rank - 1; d >= 0; --d) {
     const int da = d - (rank - static_cast<int>(a.size()));
     const int db = d - (rank - static_cast<int>(b.size()));
@@ -59,13 +57,54 @@ Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
                        "); extents must match or be 1");
     const std::int64_t e = ea == 1 ? eb : ea;
     bc.shape[d] = e;
-    bc.index.extent[d] = e == 0 ? 1 : e;
-    bc.index.stride_a[d] = ea == 1 ? 0 : sa;
-    bc.index.stride_b[d] = eb == 1 ? 0 : sb;
-    sa *= ea;
-    sb *= eb;
   }
   return bc;
+}
+
+Shape broadcast_strides(const Tensor& x, const Shape& out) {
+  const int rank = static_cast<int>(out.size()), lead = rank - x.ndim();
+  Shape strides(out.size(), 0);
+  for (int d = lead; d < rank; ++d)
+    strides[d] = x.shape()[d - lead] == 1 ? 0 : x.strides()[d - lead];
+  return strides;
+}
+
+BroadcastIndex strided_index(const char* op, const Shape& shape, const Shape& strides_a, const Shape& strides_b) {
+  std::int64_t extent[kMaxRank], sa[kMaxRank], sb[kMaxRank];  // innermost first
+  int rank = 0;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (rank > 0 && strides_a[d] == sa[rank - 1] * extent[rank - 1] &&
+        strides_b[d] == sb[rank - 1] * extent[rank - 1]) {
+      extent[rank - 1] *= shape[d];  // fits: the product of extents is the element count
+      continue;
+    }
+    if (rank == kMaxRank)
+      fail<ShapeError>(op, "strided operands of shape ", shape, " need more than ", kMaxRank,
+                       " axes to index; pass .contiguous() copies");
+    extent[rank] = shape[d];
+    sa[rank] = strides_a[d];
+    sb[rank] = strides_b[d];
+    ++rank;
+  }
+  BroadcastIndex index;
+  index.rank = rank;
+  for (int r = 0; r < rank; ++r) {
+    index.extent[rank - 1 - r] = extent[r] == 0 ? 1 : extent[r];  // no kernel runs over 0 elements
+    index.stride_a[rank - 1 - r] = sa[r];
+    index.stride_b[rank - 1 - r] = sb[r];
+  }
+  return index;
+}
+
+void strided_copy(const char* op, const Tensor& src, const Tensor& dst) {
+  check_compatible(op, src, dst);
+  const BroadcastIndex index = strided_index(op, src.shape(), src.strides(), dst.strides());
+  launch_views(op, [&](const auto& backend, auto* x, auto* o) {
+    using T = std::remove_pointer_t<decltype(o)>;
+    const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(index, src.numel());
+    for_each_index(op, backend, walk.indices, StridedCopyKernel<T>{x, o, index, walk.row}, src.numel());
+  }, src, dst);
 }
 
 void fill(const Tensor& t, double value) {
@@ -99,10 +138,12 @@ Tensor operator/(const Tensor& a, double s) { return scalar_map<DivScalar>("kten
 Tensor operator/(double s, const Tensor& a) { return scalar_map<ScalarDiv>("kten::rdiv_scalar", a, s); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
-Tensor fma(const Tensor& a, const Tensor& b, const Tensor& c) {
+// fma reads strided operands through contiguous() copies (counted in stats()), not through strides.
+Tensor fma(const Tensor& a_in, const Tensor& b_in, const Tensor& c_in) {
   constexpr const char* label = "kten::fma";
-  check_compatible(label, a, b);
-  check_compatible(label, a, c);
+  check_compatible(label, a_in, b_in);
+  check_compatible(label, a_in, c_in);
+  const Tensor a = a_in.contiguous(), b = b_in.contiguous(), c = c_in.contiguous();
   if (a.shape() != b.shape() || a.shape() != c.shape())
     fail<ShapeError>(label, "shapes ", a.shape(), ", ", b.shape(), " and ", c.shape(),
                      " differ; fma needs equal shapes (use a * b + c to broadcast)");
@@ -130,11 +171,12 @@ Tensor Tensor::astype(DType dtype) const {
   if (dtype == dtype_) return *this;
   Tensor out = empty(shape_, device(), dtype);
   constexpr const char* label = "kten::astype";
+  const Tensor x = contiguous();  // a view converts through one contiguous copy
   launch_conversion(label, [&](const auto& backend, auto* from, auto* to) {
     using From = std::remove_pointer_t<decltype(from)>;
     using To = std::remove_pointer_t<decltype(to)>;
     for_each_index(label, backend, numel(), ConvertKernel<From, To>{from, to});
-  }, *this, out);
+  }, x, out);
   return out;
 }
 

@@ -41,19 +41,62 @@ template <class T> struct ScalarDiv { T s; KOKKOS_INLINE_FUNCTION T operator()(T
 
 inline constexpr int kMaxRank = 8;
 
-/// \brief Per-input strides of a broadcast (0 along broadcast axes); plain data for kernels.
+/// \brief How a flat row-major index over `extent` maps to the elements of two operands: per-operand
+/// strides in elements (0 along broadcast or expanded axes, anything for a view); plain data for
+/// kernels. A view is "a broadcast with arbitrary strides".
 struct BroadcastIndex {
   int rank = 0;
   std::int64_t extent[kMaxRank] = {};
   std::int64_t stride_a[kMaxRank] = {};
   std::int64_t stride_b[kMaxRank] = {};
+  /// \brief The offsets of flat index i in operand a and operand b.
+  KOKKOS_INLINE_FUNCTION void offsets(std::int64_t i, std::int64_t& ia, std::int64_t& ib) const {
+    std::int64_t rest = i;
+    ia = 0;
+    ib = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      const std::int64_t c = rest % extent[d];
+      rest /= extent[d];
+      ia += c * stride_a[d];
+      ib += c * stride_b[d];
+    }
+  }
 };
+
+/// \brief How a strided kernel walks its flat index: `row == 0`, one element per index (GPUs: adjacent
+/// threads write adjacent outputs); else one row of `row` elements (the innermost merged axis) per
+/// index (host: one index decomposition per row instead of one per element, and a plain loop along
+/// the row that vectorises when the inputs' inner stride is 1).
+struct StridedWalk {
+  std::int64_t row = 0;
+  std::int64_t indices = 0;  ///< \brief how many indices the kernel runs over
+};
+
+/// \brief The walk for a backend: rows on the host when there is an axis, elements otherwise.
+template <class Backend>
+StridedWalk strided_walk(const BroadcastIndex& s, std::int64_t numel) {
+  if (!Backend::is_host || s.rank == 0 || numel == 0) return {0, numel};
+  const std::int64_t row = s.extent[s.rank - 1];
+  return {row, numel / row};
+}
+
+/// \brief The index of a flat row-major loop over `shape` into two strided operands (strides per
+/// axis of `shape`, 0 where broadcast): axes of extent 1 are dropped and adjacent axes that both
+/// operands step through evenly are merged, so a contiguous pair becomes one axis. ShapeError when
+/// more than kMaxRank axes remain.
+BroadcastIndex strided_index(const char* op, const Shape& shape, const Shape& strides_a, const Shape& strides_b);
+
+/// \brief `x`'s strides along the axes of a broadcast result of shape `out` (0 where x is broadcast).
+Shape broadcast_strides(const Tensor& x, const Shape& out);
+
+/// \brief Copies src's elements into dst's (one device, dtype and shape; either may be strided;
+/// dst must not overlap itself), one kernel indexing both through their strides.
+void strided_copy(const char* op, const Tensor& src, const Tensor& dst);
 
 /// \brief The output shape of a broadcast and how to index the inputs.
 struct Broadcast {
   bool same_shape = false;
   Shape shape;
-  BroadcastIndex index;
 };
 
 /// \brief NumPy broadcasting of two shapes; ShapeError names the operation and the clash.
@@ -84,15 +127,75 @@ struct BinaryKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { out[i] = op(a[i], b[i]); }
 };
 
-/// \brief A new tensor op(x) of x's shape, device and dtype; make_op(T{}) gives the functor for
-/// element type T.
+/// \brief out[i] = op(x[ix]) for a strided x (out contiguous): ix through the index's stride_a.
+template <class T, class Op>
+struct StridedUnaryKernel {
+  const T* x;
+  T* out;
+  Op op;
+  BroadcastIndex s;
+  std::int64_t row;  // StridedWalk::row
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t ix, unused;
+    if (row == 0) {
+      s.offsets(i, ix, unused);
+      out[i] = op(x[ix]);
+      return;
+    }
+    s.offsets(i * row, ix, unused);
+    const std::int64_t sx = s.stride_a[s.rank - 1];
+    T* o = out + i * row;
+    if (sx == 1) {
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(x[ix + j]);
+    } else {
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(x[ix + j * sx]);
+    }
+  }
+};
+
+/// \brief out[io] = x[ix]: a copy between two strided tensors of one shape.
+template <class T>
+struct StridedCopyKernel {
+  const T* x;
+  T* out;
+  BroadcastIndex s;  // stride_a: x's, stride_b: out's
+  std::int64_t row;  // StridedWalk::row
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t ix, io;
+    if (row == 0) {
+      s.offsets(i, ix, io);
+      out[io] = x[ix];
+      return;
+    }
+    s.offsets(i * row, ix, io);
+    const std::int64_t sx = s.stride_a[s.rank - 1], so = s.stride_b[s.rank - 1];
+    if (sx == 1 && so == 1) {
+      for (std::int64_t j = 0; j < row; ++j) out[io + j] = x[ix + j];
+    } else {
+      for (std::int64_t j = 0; j < row; ++j) out[io + j * so] = x[ix + j * sx];
+    }
+  }
+};
+
+/// \brief A new contiguous tensor op(x) of x's shape, device and dtype; make_op(T{}) gives the
+/// functor for element type T. A strided x is read through its strides (no copy).
 template <class MakeOp>
 Tensor elementwise_unary(const char* label, const Tensor& x, MakeOp make_op) {
   check_defined(x, label);
   Tensor out = empty(x.shape(), x.device(), x.dtype());
-  launch(label, [&](const auto& backend, auto* in, auto* o) {
+  if (x.is_contiguous()) {
+    launch(label, [&](const auto& backend, auto* in, auto* o) {
+      using T = std::remove_pointer_t<decltype(o)>;
+      for_each_index(label, backend, x.numel(), UnaryKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{})});
+    }, x, out);
+    return out;
+  }
+  const BroadcastIndex index = strided_index(label, x.shape(), x.strides(), out.strides());
+  launch_views(label, [&](const auto& backend, auto* in, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
-    for_each_index(label, backend, x.numel(), UnaryKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{})});
+    const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(index, x.numel());
+    for_each_index(label, backend, walk.indices,
+                   StridedUnaryKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{}), index, walk.row}, x.numel());
   }, x, out);
   return out;
 }
@@ -104,7 +207,7 @@ Tensor unary(const char* label, const Tensor& x) {
 }
 
 /// \brief out[i] = op(a[ia], b[ib]): the flat output index is decomposed into coordinates and
-/// re-composed into each input's offset, with stride 0 along broadcast axes.
+/// re-composed into each input's offset through its strides (0 along broadcast axes).
 template <class T, class Op>
 struct BroadcastBinaryKernel {
   const T* a;
@@ -112,29 +215,52 @@ struct BroadcastBinaryKernel {
   T* out;
   Op op;
   BroadcastIndex s;
+  std::int64_t row;  // StridedWalk::row
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t rest = i, ia = 0, ib = 0;
-    for (int d = s.rank - 1; d >= 0; --d) {
-      const std::int64_t c = rest % s.extent[d];
-      rest /= s.extent[d];
-      ia += c * s.stride_a[d];
-      ib += c * s.stride_b[d];
+    std::int64_t ia, ib;
+    if (row == 0) {
+      s.offsets(i, ia, ib);
+      out[i] = op(a[ia], b[ib]);
+      return;
     }
-    out[i] = op(a[ia], b[ib]);
+    s.offsets(i * row, ia, ib);
+    const std::int64_t sa = s.stride_a[s.rank - 1], sb = s.stride_b[s.rank - 1];
+    T* o = out + i * row;
+    if (sa == 1 && sb == 1) {
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(a[ia + j], b[ib + j]);
+    } else if (sa == 1 && sb == 0) {
+      const T y = b[ib];
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(a[ia + j], y);
+    } else if (sa == 0 && sb == 1) {
+      const T x = a[ia];
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(x, b[ib + j]);
+    } else {
+      for (std::int64_t j = 0; j < row; ++j) o[j] = op(a[ia + j * sa], b[ib + j * sb]);
+    }
   }
 };
 
-/// \brief A new tensor op(a, b) with NumPy broadcasting; both on one device with one dtype.
-/// Bandwidth-bound: equal shapes take the plain indexed path.
+/// \brief A new contiguous tensor op(a, b) with NumPy broadcasting; both on one device with one
+/// dtype. Bandwidth-bound: equal shapes of contiguous operands take the plain indexed path; strided
+/// operands (views) are read through their strides, no copy.
 template <class Op>
 Tensor elementwise_binary(const char* label, const Tensor& a, const Tensor& b, Op op) {
   check_compatible(label, a, b);
   Broadcast bc = broadcast_shapes(label, a.shape(), b.shape());
   Tensor out = empty(std::move(bc.shape), a.device(), a.dtype());  // bc.shape is not read again
-  launch(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
+  if (bc.same_shape && a.is_contiguous() && b.is_contiguous()) {
+    launch(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
+      using T = std::remove_pointer_t<decltype(o)>;
+      for_each_index(label, backend, out.numel(), BinaryKernel<T, Op>{x, y, o, op});
+    }, a, b, out);
+    return out;
+  }
+  const BroadcastIndex index =
+      strided_index(label, out.shape(), broadcast_strides(a, out.shape()), broadcast_strides(b, out.shape()));
+  launch_views(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
-    if (bc.same_shape) for_each_index(label, backend, out.numel(), BinaryKernel<T, Op>{x, y, o, op});
-    else for_each_index(label, backend, out.numel(), BroadcastBinaryKernel<T, Op>{x, y, o, op, bc.index});
+    const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(index, out.numel());
+    for_each_index(label, backend, walk.indices, BroadcastBinaryKernel<T, Op>{x, y, o, op, index, walk.row}, out.numel());
   }, a, b, out);
   return out;
 }

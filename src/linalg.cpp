@@ -1,4 +1,4 @@
-// Matrix product and transpose.
+// Matrix product (operands row- or column-major, views included) and transpose (a view).
 #include <string>
 
 #include <kten/ops.hpp>
@@ -11,34 +11,44 @@
 namespace kten {
 namespace detail {
 
-// Bandwidth-bound: one read and one write per element; writes are contiguous.
-template <class T>
-struct TransposeKernel {
-  const T* x;
-  T* out;
-  std::int64_t rows, cols;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
-    const std::int64_t j = o / rows, i = o % rows;  // out is cols x rows
-    out[o] = x[i * cols + j];
-  }
-};
+namespace {
+// A 2-D operand the GEMM reads in place: row- or column-major, any leading dimension (a transposed
+// view, a narrow of columns). Other strides (a select across a 3-D tensor's middle axis, an
+// expanded row) go through one contiguous copy.
+Tensor gemm_operand(const Tensor& x) {
+  if (x.is_contiguous() || x.ndim() == 1) return x;  // a vector: any stride
+  return x.strides()[0] == 1 || x.strides()[1] == 1 ? x : x.contiguous();
+}
+// (row stride, column stride) of a 2-D operand, or of a 1-D one seen as a column.
+void operand_strides(const Tensor& x, std::int64_t& row, std::int64_t& col) {
+  row = x.strides()[0];
+  col = x.ndim() == 2 ? x.strides()[1] : 1;
+}
+}  // namespace
 
-void gemm(const Tensor& A, bool transpose_a, const Tensor& B, bool transpose_b, const Tensor& C,
+void gemm(const Tensor& A_in, bool transpose_a, const Tensor& B_in, bool transpose_b, const Tensor& C,
           const Tensor* bias, bool accumulate) {
+  const Tensor A = gemm_operand(A_in), B = gemm_operand(B_in);
+  const Tensor bias_c = bias ? bias->contiguous() : C;
+  check_contiguous("kten::gemm", C);  // the result is written row-major
   const std::int64_t ar = A.shape()[0], ac = A.ndim() == 2 ? A.shape()[1] : 1;
   const std::int64_t br = B.shape()[0], bc = B.ndim() == 2 ? B.shape()[1] : 1;
+  std::int64_t a0, a1, b0, b1;
+  operand_strides(A, a0, a1);
+  operand_strides(B, b0, b1);
   GemmShape s{};
   s.m = transpose_a ? ac : ar;
   s.k = transpose_a ? ar : ac;
   s.n = transpose_b ? br : bc;
-  s.a_row = transpose_a ? 1 : ac;
-  s.a_col = transpose_a ? ac : 1;
-  s.b_row = transpose_b ? 1 : bc;
-  s.b_col = transpose_b ? bc : 1;
-  // Every operand, the bias included, must live on one device with one dtype.
-  launch("kten::gemm", [&](const auto& backend, auto* a, auto* b, auto* c, auto* bias_or_c) {
+  s.a_row = transpose_a ? a1 : a0;
+  s.a_col = transpose_a ? a0 : a1;
+  s.b_row = transpose_b ? b1 : b0;
+  s.b_col = transpose_b ? b0 : b1;
+  // Every operand, the bias included, must live on one device with one dtype. A and B may be
+  // strided (their strides are in s); C and the bias are contiguous.
+  launch_views("kten::gemm", [&](const auto& backend, auto* a, auto* b, auto* c, auto* bias_or_c) {
     gemm_kernel(backend, a, b, c, bias ? bias_or_c : nullptr, accumulate, s);
-  }, A, B, C, bias ? *bias : C);
+  }, A, B, C, bias_c);
 }
 
 }  // namespace detail
@@ -63,13 +73,8 @@ Tensor transpose(const Tensor& x) {
   constexpr const char* label = "kten::transpose";
   detail::check_defined(x, label);
   if (x.ndim() != 2)
-    detail::fail<ShapeError>(label, "expects a 2-D tensor, got shape ", x.shape());
-  const std::int64_t rows = x.shape()[0], cols = x.shape()[1];
-  Tensor out = empty({cols, rows}, x.device(), x.dtype());
-  detail::launch_each_index(label, rows * cols, [&](auto* in, auto* o) {
-    return detail::TransposeKernel<std::remove_pointer_t<decltype(o)>>{in, o, rows, cols};
-  }, x, out);
-  return out;
+    detail::fail<ShapeError>(label, "expects a 2-D tensor, got shape ", x.shape(), "; use transpose(d0, d1) or permute()");
+  return x.transpose(0, 1);
 }
 
 }  // namespace kten

@@ -244,10 +244,13 @@ void reduce_axis_kernel(const Backend& backend, const char* label, const T* x, T
   for_each_index(label, backend, outer * inner, AxisKernel<T, Reduction>{x, out, len, inner}, outer * inner * len);
 }
 
+// Reductions read a strided view through one contiguous copy on its device (counted in
+// stats().contiguous_copies): the kernels below assume contiguous rows.
 template <class Reduction>
-Tensor reduce_all(const Tensor& x) {
+Tensor reduce_all(const Tensor& x_in) {
   constexpr const char* op = Reduction::label;
-  check_defined(x, op);
+  check_defined(x_in, op);
+  const Tensor x = x_in.contiguous();
   if (Reduction::is_max && x.numel() == 0)
     fail<ShapeError>(op, "the tensor is empty (shape ", x.shape(), "), so it has no largest element");
   Tensor out = empty({}, x.device(), x.dtype());
@@ -257,9 +260,10 @@ Tensor reduce_all(const Tensor& x) {
 }
 
 template <class Reduction>
-Tensor reduce_axis(const Tensor& x, int axis) {
+Tensor reduce_axis(const Tensor& x_in, int axis) {
   constexpr const char* op = Reduction::label;
-  check_defined(x, op);
+  check_defined(x_in, op);
+  const Tensor x = x_in.contiguous();
   const int a = normalize_axis(op, x, axis);
   const Shape& s = x.shape();
   if (Reduction::is_max && s[a] == 0)

@@ -18,7 +18,7 @@ namespace kten {
 
 namespace {
 struct Counters {
-  std::atomic<std::uint64_t> h2d{0}, d2h{0}, d2d{0}, bytes_h2d{0}, bytes_d2h{0}, bytes_d2d{0}, syncs{0};
+  std::atomic<std::uint64_t> h2d{0}, d2h{0}, d2d{0}, bytes_h2d{0}, bytes_d2h{0}, bytes_d2d{0}, syncs{0}, contiguous{0}, bytes_contiguous{0};
 };
 Counters& counters() {
   static Counters c;
@@ -40,12 +40,14 @@ Stats stats() {
   s.bytes_device_to_host = c.bytes_d2h;
   s.bytes_device_to_device = c.bytes_d2d;
   s.host_syncs = c.syncs;
+  s.contiguous_copies = c.contiguous;
+  s.bytes_contiguous_copies = c.bytes_contiguous;
   return s;
 }
 
 void reset_stats() {
   auto& c = counters();
-  for (auto* a : {&c.h2d, &c.d2h, &c.d2d, &c.bytes_h2d, &c.bytes_d2h, &c.bytes_d2d, &c.syncs}) *a = 0;
+  for (auto* a : {&c.h2d, &c.d2h, &c.d2d, &c.bytes_h2d, &c.bytes_d2h, &c.bytes_d2d, &c.syncs, &c.contiguous, &c.bytes_contiguous}) *a = 0;
 }
 
 SyncDebug set_sync_debug_mode(SyncDebug mode) { return debug_mode().exchange(mode); }
@@ -66,6 +68,12 @@ void note_transfer(const Device& from, const Device& to, std::size_t bytes) {
     ++c.d2d;
     c.bytes_d2d += bytes;
   }
+}
+
+void note_contiguous_copy(std::size_t bytes) {
+  auto& c = counters();
+  ++c.contiguous;
+  c.bytes_contiguous += bytes;
 }
 
 void note_host_sync(const Device& device, const char* cause, bool implicit) {

@@ -10,6 +10,8 @@ namespace kten::detail {
 
 /// \brief Counts a copy of `bytes` from one device to another (nothing when from == to).
 void note_transfer(const Device& from, const Device& to, std::size_t bytes);
+/// \brief Counts a device-local copy of a non-contiguous tensor into contiguous memory.
+void note_contiguous_copy(std::size_t bytes);
 /// \brief Counts a host wait for `device`; an implicit one on a GPU is reported per SyncDebug
 /// (Error throws SyncError before anything waits).
 void note_host_sync(const Device& device, const char* cause, bool implicit);

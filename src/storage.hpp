@@ -48,6 +48,11 @@ std::shared_ptr<Storage> allocate_pinned(std::size_t bytes);
 /// \brief Copies `bytes` between storages (any devices), counting transfers. Ordered after the
 /// work that produced `src`; fenced when the host reads `dst` next.
 void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes);
+/// \brief copy_bytes from `src_offset` bytes into src to `dst_offset` bytes into dst.
+void copy_bytes(const Storage& src, std::size_t src_offset, const Storage& dst, std::size_t dst_offset,
+                std::size_t bytes);
+/// \brief Offset of a tensor's first element from its storage's start, in bytes.
+std::size_t byte_offset(const Tensor& t);
 
 /// \brief Waits until no queued copy still reads pinned `storage` (before the host writes it).
 void wait_for_pending_reader(const Storage& storage);

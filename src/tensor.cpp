@@ -1,4 +1,6 @@
-// The Tensor value type (shape, dtype, storage), reshape, and Kokkos::View interop.
+// The Tensor value type (storage + offset + shape + strides, dtype), its views (transpose, permute,
+// narrow, select, unsqueeze, squeeze, expand, reshape), contiguous(), cat and stack, and
+// Kokkos::View interop.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -12,6 +14,7 @@
 #include "checks.hpp"
 #include "dispatch.hpp"
 #include "storage.hpp"
+#include "views.hpp"
 
 namespace kten {
 namespace detail {
@@ -51,8 +54,35 @@ void check_view_space(const Device& device, const ViewRequest& r, const char* op
 }
 }  // namespace
 
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  std::int64_t s = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= shape[d] == 0 ? 1 : shape[d];  // bounded by the element count, checked by checked_numel
+  }
+  return strides;
+}
+
+namespace {
+bool strides_are_contiguous(const Shape& shape, const Shape& strides, std::int64_t numel) {
+  if (numel == 0) return true;
+  std::int64_t expected = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+}  // namespace
+
 void* checked_view_data(const Tensor& t, const ViewRequest& r) {
   check_defined(t, "view()");
+  if (!r.strided && !t.is_contiguous())
+    fail("view()", "the tensor is a strided view (shape ", t.shape(), ", strides ", t.strides(),
+         "), which a LayoutRight View cannot describe; ask for view<DataType, Kokkos::LayoutStride>() or call "
+         ".contiguous() first");
   if (r.dtype != t.dtype())
     fail<DTypeError>("view()", "the View holds ", r.dtype, " but the tensor is ", t.dtype());
   if (r.rank != t.ndim())
@@ -61,16 +91,16 @@ void* checked_view_data(const Tensor& t, const ViewRequest& r) {
   return t.data();
 }
 
-Tensor tensor_from_external(void* data, Shape shape, const Device& device, std::shared_ptr<void> owner,
-                            const ViewRequest& r) {
+Tensor tensor_from_external(void* data, Shape shape, Shape strides, std::size_t span, const Device& device,
+                            std::shared_ptr<void> owner, const ViewRequest& r) {
   check_view_space(device, r, "from_view()");
   const std::int64_t n = checked_numel(shape, "from_view()");
   auto storage = std::make_shared<Storage>();
   storage->data = data;
-  storage->bytes = checked_nbytes(n, r.dtype, device, "from_view()");
+  storage->bytes = checked_nbytes(n == 0 ? 0 : static_cast<std::int64_t>(span), r.dtype, device, "from_view()");
   storage->device = device;
   storage->owner = std::move(owner);
-  return Tensor(std::move(storage), std::move(shape), r.dtype);
+  return Tensor(std::move(storage), std::move(shape), std::move(strides), 0, r.dtype);
 }
 
 }  // namespace detail
@@ -87,8 +117,13 @@ std::string shape_str(const Shape& shape) {
 }
 
 Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype)
-    : storage_(std::move(storage)), shape_(std::move(shape)), dtype_(dtype),
-      numel_(storage_ ? detail::checked_numel(shape_, "Tensor") : 0) {}
+    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(detail::contiguous_strides(shape_)),
+      dtype_(dtype), numel_(storage_ ? detail::checked_numel(shape_, "Tensor") : 0) {}
+
+Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype)
+    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset),
+      dtype_(dtype), numel_(storage_ ? detail::checked_numel(shape_, "Tensor") : 0),
+      contiguous_(detail::strides_are_contiguous(shape_, strides_, numel_)) {}
 
 Device Tensor::device() const {
   detail::check_defined(*this, "device()");
@@ -109,7 +144,7 @@ std::int64_t Tensor::size(int axis) const {
 void* Tensor::data() const {
   detail::check_defined(*this, "data()");
   if (storage_->pinned) detail::wait_for_pending_reader(*storage_);  // the caller may write it
-  return storage_->data;
+  return static_cast<char*>(storage_->data) + detail::byte_offset(*this);
 }
 
 Tensor Tensor::reshape(Shape shape) const {
@@ -131,7 +166,10 @@ Tensor Tensor::reshape(Shape shape) const {
     detail::fail<ShapeError>("reshape()", "cannot view ", n, " elements (shape ", shape_, ") as shape ", shape, " (",
                              known, " elements)");
   }
-  return Tensor(storage_, std::move(shape), dtype_);
+  if (contiguous_) return Tensor(storage_, shape, detail::contiguous_strides(shape), offset_, dtype_);
+  if (auto strides = detail::view_strides(shape_, strides_, shape))
+    return Tensor(storage_, std::move(shape), std::move(*strides), offset_, dtype_);
+  return contiguous().reshape(std::move(shape));  // the strides cannot express it: a copy, as PyTorch
 }
 
 bool Tensor::shares_storage_with(const Tensor& other) const {

@@ -7,6 +7,7 @@
 
 #include "checks.hpp"
 #include "dispatch.hpp"
+#include "elementwise.hpp"
 #include "runtime_internal.hpp"
 #include "storage.hpp"
 
@@ -33,7 +34,12 @@ Storage::~Storage() {
   fence(gpu(gpu_index));
 }
 
-void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) {
+void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) { copy_bytes(src, 0, dst, 0, bytes); }
+
+std::size_t byte_offset(const Tensor& t) { return static_cast<std::size_t>(t.offset()) * dtype_size(t.dtype()); }
+
+void copy_bytes(const Storage& src, std::size_t src_offset, const Storage& dst, std::size_t dst_offset,
+                std::size_t bytes) {
   note_transfer(src.device, dst.device, bytes);
   if (bytes == 0) return;
   if (dst.pinned) wait_for_pending_reader(dst);
@@ -42,8 +48,8 @@ void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) {
     with_backend(dst.device, [&](auto to) {
       using From = decltype(from);
       using To = decltype(to);
-      RawView<From, char> s(static_cast<char*>(src.data), bytes);
-      RawView<To, char> d(static_cast<char*>(dst.data), bytes);
+      RawView<From, char> s(static_cast<char*>(src.data) + src_offset, bytes);
+      RawView<To, char> d(static_cast<char*>(dst.data) + dst_offset, bytes);
       KernelAccess<From> reading;  // emulated-GPU memory is open during the copy only
       KernelAccess<To> writing;
       if constexpr (From::is_host && To::is_host) {
@@ -70,9 +76,10 @@ void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) 
     fail<DTypeError>("", what, " asked for ", expected, " values from a ", t.dtype(),
                      " tensor; use the matching type (", t.dtype() == DType::float32 ? "float" : "double",
                      ") or .astype(...) first");
+  const Tensor c = t.contiguous();  // a view is gathered on its device first (counted)
   note_host_sync(t.device(), what, /*implicit=*/true);
   Storage host{dst, t.nbytes(), cpu(), nullptr};
-  copy_bytes(*t.storage(), host, t.nbytes());
+  copy_bytes(*c.storage(), byte_offset(c), host, 0, t.nbytes());
 }
 
 void read_item(const Tensor& t, void* dst, DType expected) {
@@ -92,8 +99,9 @@ Tensor from_host(const void* values, const Shape& shape, DType dtype, const Devi
 
 Tensor Tensor::copyto(const Device& device) const {
   detail::check_defined(*this, "copyto()");
+  const Tensor c = contiguous();  // a view is gathered on its device first (counted), then moved
   Tensor out = empty(shape_, device, dtype_);
-  detail::copy_bytes(*storage_, *out.storage_, nbytes());
+  detail::copy_bytes(*c.storage_, detail::byte_offset(c), *out.storage_, 0, nbytes());
   return out;
 }
 
@@ -108,18 +116,34 @@ void Tensor::copy_from(const Tensor& src) const {
   if (src.shape() != shape_ || src.dtype() != dtype_)
     detail::fail<ShapeError>("copy_from()", "source ", src.shape(), " ", src.dtype(), " does not match destination ",
                              shape_, " ", dtype_);
-  detail::copy_bytes(*src.storage(), *storage_, nbytes());
+  for (int d = 0; d < ndim(); ++d)
+    if (strides_[d] == 0 && shape_[d] > 1)
+      detail::fail<ShapeError>("copy_from()", "the destination (shape ", shape_, ", strides ", strides_,
+                               ") is expanded along axis ", d,
+                               ", so its elements overlap; copy into the tensor it was expanded from, or into a "
+                               ".contiguous() copy");
+  if (contiguous_) {  // one copy of bytes, counted as a transfer when the devices differ
+    const Tensor c = src.contiguous();
+    detail::copy_bytes(*c.storage(), detail::byte_offset(c), *storage_, detail::byte_offset(*this), nbytes());
+    return;
+  }
+  // A strided destination (a narrow, a select, a transpose): the source comes to this device
+  // first when it lives elsewhere (a counted transfer), then one kernel scatters it through the
+  // destination's strides.
+  const Tensor local = src.device() == device() ? src : src.copyto(device());
+  detail::strided_copy("kten::copy_from", local, *this);
 }
 
 Tensor Tensor::pin_memory() const {
   detail::check_defined(*this, "pin_memory()");
   if (!device().is_cpu())
     detail::fail("pin_memory()", "only host tensors can be pinned; this one is on ", device());
-  if (storage_->pinned) return *this;
+  if (storage_->pinned && contiguous_) return *this;
   auto storage = detail::allocate_pinned(nbytes());
   if (!storage) return *this;  // no GPU backend and no emulated GPUs: nothing would DMA from it
+  const Tensor c = contiguous();
   Tensor out(std::move(storage), shape_, dtype_);
-  detail::copy_bytes(*storage_, *out.storage_, nbytes());
+  detail::copy_bytes(*c.storage_, detail::byte_offset(c), *out.storage_, 0, nbytes());
   return out;
 }
 

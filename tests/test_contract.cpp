@@ -3,6 +3,8 @@
 // if a semantic drifts, it fails.
 #include <sstream>
 
+#include <kten/kokkos.hpp>
+
 #include "support.hpp"
 
 TEST_CASE("the public contract's walk-through compiles and behaves", "[contract]") {
@@ -66,4 +68,43 @@ TEST_CASE("the public contract's walk-through compiles and behaves", "[contract]
   model.load(path, kten::cpu());
   CHECK(model.parameters()[0].device() == kten::cpu());
   std::remove(path.c_str());
+}
+
+TEST_CASE("the views contract (issue 17) compiles and behaves", "[contract][views]") {
+  const kten::Device d = kten::test::device();
+  // Views share storage and never copy: a tensor is storage + offset + shape + strides.
+  auto X = kten::rand({4, 3}, d, 1);
+  auto T = X.transpose(0, 1);  // view, shape {3, 4}; X.transpose() (2-D) is this view too
+  CHECK(T.shape() == kten::Shape{3, 4});
+  CHECK(X.transpose().strides() == T.strides());
+  CHECK_FALSE(T.is_contiguous());
+  CHECK(T.strides() == kten::Shape{1, 3});
+  auto C = T.contiguous();  // a copy on the same device, only when not contiguous
+  CHECK(C.device() == d);
+  CHECK(C.is_contiguous());
+  auto r = X.select(0, 1);  // shape {3}: row 1
+  CHECK(r.shape() == kten::Shape{3});
+  auto n = X.narrow(1, 0, 2);  // shape {4, 2}: columns 0..1
+  CHECK(n.shape() == kten::Shape{4, 2});
+  auto P = kten::rand({2, 3, 4}, d, 2).permute({2, 0, 1});  // shape {4, 2, 3}
+  CHECK(P.shape() == kten::Shape{4, 2, 3});
+  auto u = r.unsqueeze(0);  // {1, 3};  u.squeeze(0) -> {3};  r.expand({5, 3}) -> {5, 3}
+  CHECK(u.shape() == kten::Shape{1, 3});
+  CHECK(u.squeeze(0).shape() == kten::Shape{3});
+  CHECK(r.expand({5, 3}).shape() == kten::Shape{5, 3});
+  auto K = kten::cat({X, X}, 0);  // {8, 3} (a new tensor);  kten::stack({r, r}, 0) -> {2, 3}
+  CHECK(K.shape() == kten::Shape{8, 3});
+  CHECK(kten::stack({r, r}, 0).shape() == kten::Shape{2, 3});
+  for (const auto& v : {T, r, n, u, r.expand({5, 3})}) CHECK(v.shares_storage_with(X));
+  CHECK_FALSE(K.shares_storage_with(X));
+  // Kokkos interop takes any layout: LayoutLeft (the default of CUDA Views), LayoutRight and
+  // LayoutStride wrap without a copy; the tensor's shape is the View's extents, its strides the View's.
+  if (d.is_cpu() || kten::gpus_are_emulated()) {
+    using Space = Kokkos::HostSpace;
+    Kokkos::View<double**, Kokkos::LayoutLeft, Space> left("left", 4, 3);
+    auto F = kten::from_view(left, d);
+    CHECK(F.shape() == kten::Shape{4, 3});
+    CHECK(F.strides() == kten::Shape{1, 4});
+    CHECK(F.data() == left.data());
+  }
 }

@@ -276,7 +276,7 @@ TEST_CASE("a tensor wraps an existing Kokkos::View without copying and hands it 
     CHECK_THROWS_AS(t.view<double*>(), ShapeError);
     auto strided = Kokkos::subview(user, Kokkos::ALL, 1);
     Kokkos::View<double*, Kokkos::LayoutStride, Kokkos::HostSpace> col = strided;
-    CHECK_THROWS_AS(from_view(col, d), Error);
+    CHECK(from_view(col, d).strides() == Shape{3});  // a strided subview wraps as a view ([views])
   } else {
     using Space = Kokkos::DefaultExecutionSpace::memory_space;
     Kokkos::View<float*, Space> user("user", 4);

@@ -16,20 +16,23 @@
 namespace kten {
 
 namespace detail {
-/// \brief What a View asks of a tensor: element type, rank, and its memory space's name.
+/// \brief What a View asks of a tensor: element type, rank, its memory space's name, and whether
+/// it can describe strides (LayoutStride) or needs contiguous row-major elements (LayoutRight).
 struct ViewRequest {
   DType dtype;
   int rank;
   const char* memory_space;  ///< \brief Kokkos' name of the View's memory space, e.g. "Host", "Cuda"
+  bool strided = false;
 };
 /// \brief The tensor's data when `request` fits it exactly; kten::Error explains what does not.
 void* checked_view_data(const Tensor& t, const ViewRequest& request);
-/// \brief A tensor over memory a View owns (kept alive by `owner`), checked against `device`.
-Tensor tensor_from_external(void* data, Shape shape, const Device& device, std::shared_ptr<void> owner,
-                            const ViewRequest& request);
+/// \brief A tensor over memory a View owns (kept alive by `owner`): `span` elements from `data`,
+/// seen with `shape` and `strides`, checked against `device`.
+Tensor tensor_from_external(void* data, Shape shape, Shape strides, std::size_t span, const Device& device,
+                            std::shared_ptr<void> owner, const ViewRequest& request);
 template <class MemorySpace>
-ViewRequest view_request(DType dtype, int rank) {
-  return {dtype, rank, MemorySpace::name()};
+ViewRequest view_request(DType dtype, int rank, bool strided = false) {
+  return {dtype, rank, MemorySpace::name(), strided};
 }
 template <class Default, class... Given>
 struct FirstOr {
@@ -39,30 +42,60 @@ template <class Default, class First, class... Rest>
 struct FirstOr<Default, First, Rest...> {
   using type = First;
 };
+/// \brief Tensor::view's optional arguments: an array layout first (LayoutRight or LayoutStride),
+/// then a memory space; either may be left out.
+template <class... Args>
+struct ViewArgs {
+  using layout = Kokkos::LayoutRight;
+  using space = typename FirstOr<Kokkos::HostSpace, Args...>::type;
+};
+template <class First, class... Rest>
+struct ViewArgs<First, Rest...> {
+  static constexpr bool first_is_layout = Kokkos::is_array_layout<First>::value;
+  using layout = std::conditional_t<first_is_layout, First, Kokkos::LayoutRight>;
+  using space = std::conditional_t<first_is_layout, typename FirstOr<Kokkos::HostSpace, Rest...>::type, First>;
+  static_assert(sizeof...(Rest) <= (first_is_layout ? 1 : 0),
+                "kten::Tensor::view<DataType, [Layout,] [MemorySpace]>() takes at most a layout and a memory space");
+};
 }  // namespace detail
 
-template <class DataType, class... MemorySpace>
+template <class DataType, class... LayoutAndMemorySpace>
 auto Tensor::view() const {
-  static_assert(sizeof...(MemorySpace) <= 1, "kten::Tensor::view<DataType, MemorySpace>() takes one memory space");
-  using Space = typename detail::FirstOr<Kokkos::HostSpace, MemorySpace...>::type;
-  using V = Kokkos::View<DataType, Kokkos::LayoutRight, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Args = detail::ViewArgs<LayoutAndMemorySpace...>;
+  using Layout = typename Args::layout;
+  using Space = typename Args::space;
+  static_assert(std::is_same_v<Layout, Kokkos::LayoutRight> || std::is_same_v<Layout, Kokkos::LayoutStride>,
+                "kten::Tensor::view gives a LayoutRight View (contiguous tensors) or a LayoutStride one (any tensor)");
+  using V = Kokkos::View<DataType, Layout, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using T = typename V::non_const_value_type;
   constexpr int rank = static_cast<int>(V::rank);
+  constexpr bool strided = std::is_same_v<Layout, Kokkos::LayoutStride>;
   static_assert(rank <= 4, "kten::Tensor::view supports ranks 0 to 4");
   auto* p = static_cast<typename V::pointer_type>(
-      detail::checked_view_data(*this, detail::view_request<Space>(dtype_of<T>(), rank)));
+      detail::checked_view_data(*this, detail::view_request<Space>(dtype_of<T>(), rank, strided)));
   auto e = [&](int i) { return static_cast<std::size_t>(shape()[i]); };
-  if constexpr (rank == 0) return V(p);
-  else if constexpr (rank == 1) return V(p, e(0));
-  else if constexpr (rank == 2) return V(p, e(0), e(1));
-  else if constexpr (rank == 3) return V(p, e(0), e(1), e(2));
-  else return V(p, e(0), e(1), e(2), e(3));
+  if constexpr (strided) {
+    auto s = [&](int i) { return static_cast<std::size_t>(strides()[i]); };
+    if constexpr (rank == 0) return V(p, Kokkos::LayoutStride());
+    else if constexpr (rank == 1) return V(p, Kokkos::LayoutStride(e(0), s(0)));
+    else if constexpr (rank == 2) return V(p, Kokkos::LayoutStride(e(0), s(0), e(1), s(1)));
+    else if constexpr (rank == 3) return V(p, Kokkos::LayoutStride(e(0), s(0), e(1), s(1), e(2), s(2)));
+    else return V(p, Kokkos::LayoutStride(e(0), s(0), e(1), s(1), e(2), s(2), e(3), s(3)));
+  } else {
+    if constexpr (rank == 0) return V(p);
+    else if constexpr (rank == 1) return V(p, e(0));
+    else if constexpr (rank == 2) return V(p, e(0), e(1));
+    else if constexpr (rank == 3) return V(p, e(0), e(1), e(2));
+    else return V(p, e(0), e(1), e(2), e(3));
+  }
 }
 
 /// \brief Wraps an existing Kokkos::View as a tensor on `device`, without copying.
 ///
-/// The tensor keeps a copy of the View (and so the allocation) alive. The View must hold float or
-/// double, be contiguous and row-major (LayoutRight, or rank <= 1), have rank <= 4, and live in
+/// Any layout: LayoutRight, LayoutLeft (the default of CUDA Views) and LayoutStride (a subview,
+/// e.g. one component of a multi-component field) all wrap as they are: the tensor's shape is the
+/// View's extents and its strides are the View's strides. The tensor keeps a copy of the View (and
+/// so the allocation) alive. The View must hold float or double, have rank <= 4, and live in
 /// exactly the memory space of `device` (HostSpace for cpu(), the GPU backend's device memory space,
 /// e.g. CudaSpace, for a GPU); otherwise kten::Error explains what does not fit.
 template <class ViewType>
@@ -72,16 +105,18 @@ Tensor from_view(const ViewType& view, const Device& device = cpu()) {
   static_assert(!std::is_const_v<T>, "kten::from_view needs a View of non-const elements");
   constexpr int rank = static_cast<int>(ViewType::rank);
   static_assert(rank <= 4, "kten::from_view supports ranks 0 to 4");
-  static_assert(rank <= 1 || std::is_same_v<typename ViewType::array_layout, Kokkos::LayoutRight>,
-                "kten::from_view needs a row-major (LayoutRight) View for rank >= 2");
-  if (!view.span_is_contiguous())
-    throw Error("kten::from_view: the View '" + view.label() +
-                "' is not contiguous (a strided subview?); pass a contiguous View or copy it first");
-  Shape shape(rank);
-  for (int r = 0; r < rank; ++r) shape[r] = static_cast<std::int64_t>(view.extent(r));
+  using Layout = typename ViewType::array_layout;
+  static_assert(std::is_same_v<Layout, Kokkos::LayoutRight> || std::is_same_v<Layout, Kokkos::LayoutLeft> ||
+                    std::is_same_v<Layout, Kokkos::LayoutStride>,
+                "kten::from_view takes LayoutRight, LayoutLeft and LayoutStride Views");
+  Shape shape(rank), strides(rank);
+  for (int r = 0; r < rank; ++r) {
+    shape[r] = static_cast<std::int64_t>(view.extent(r));
+    strides[r] = static_cast<std::int64_t>(view.stride(r));
+  }
   auto owner = std::make_shared<ViewType>(view);
   return detail::tensor_from_external(
-      view.data(), std::move(shape), device, std::move(owner),
+      view.data(), std::move(shape), std::move(strides), view.span(), device, std::move(owner),
       detail::view_request<typename ViewType::memory_space>(dtype_of<T>(), rank));
 }
 

@@ -74,7 +74,7 @@ Tensor norm(const Tensor& x, int axis);
 
 /// \brief Matrix product: (m x k) * (k x n) -> (m x n), or (m x k) * (k) -> (m).
 Tensor matmul(const Tensor& a, const Tensor& b);
-/// \brief Transposed copy of a 2-D tensor.
+/// \brief Transposed view of a 2-D tensor (x.transpose(); shares storage, no copy).
 Tensor transpose(const Tensor& x);
 
 }  // namespace kten

@@ -16,6 +16,11 @@ struct Stats {
   std::uint64_t bytes_device_to_host = 0;  ///< \brief bytes moved GPU -> host
   std::uint64_t bytes_device_to_device = 0;///< \brief bytes moved GPU -> GPU
   std::uint64_t host_syncs = 0;            ///< \brief times the host waited for a device (item, to_vector, printing, synchronize)
+  /// \brief copies of a non-contiguous tensor into contiguous memory on its own device
+  /// (contiguous(), reshape() of a view the strides cannot express, reductions and transfers of
+  /// views); never counted as transfers
+  std::uint64_t contiguous_copies = 0;
+  std::uint64_t bytes_contiguous_copies = 0;  ///< \brief bytes written by those copies
 
   /// \brief All copies between different devices.
   std::uint64_t transfers() const { return host_to_device + device_to_host + device_to_device; }

@@ -1,7 +1,7 @@
 #pragma once
 /// \file tensor.hpp
-/// \brief kten::Tensor: an allocation in one device's memory, with shape, dtype and device;
-/// creation functions and transfers. Needs no Kokkos header: Kokkos::View interop (view<>(),
+/// \brief kten::Tensor: a view of an allocation in one device's memory (storage + offset + shape +
+/// strides), with dtype and device; view operations, creation functions and transfers. Needs no Kokkos header: Kokkos::View interop (view<>(),
 /// from_view) is in <kten/kokkos.hpp>.
 
 #include <cstdint>
@@ -17,7 +17,7 @@
 
 namespace kten {
 
-/// \brief Extents of a tensor, outermost first (row-major).
+/// \brief Extents of a tensor, outermost first; also its strides (in elements).
 using Shape = std::vector<std::int64_t>;
 
 /// \brief "2x3" for {2, 3}, "scalar" for {}.
@@ -32,9 +32,12 @@ void read_to_host(const Tensor& t, void* dst, DType expected, const char* what);
 void read_item(const Tensor& t, void* dst, DType expected);
 }  // namespace detail
 
-/// \brief A dense row-major array of float32 or float64 living on one Device.
+/// \brief An array of float32 or float64 living on one Device: storage + offset + shape + strides.
 ///
-/// Copying a Tensor is cheap and shares storage (like torch::Tensor). Operations run on the
+/// Copying a Tensor is cheap and shares storage (like torch::Tensor). View operations (transpose,
+/// permute, narrow, select, unsqueeze, squeeze, expand, reshape when the strides allow it) share
+/// the storage and never copy; every operation accepts such strided tensors and returns
+/// contiguous (row-major) ones. Operations run on the
 /// tensor's device, enqueue without fencing, and return tensors on that device. Nothing is
 /// copied between devices implicitly: use to(), copyto() or as_in_context().
 class Tensor {
@@ -59,9 +62,38 @@ class Tensor {
   /// \brief Bytes of element data (0 for an undefined tensor).
   std::size_t nbytes() const;
 
-  /// \brief The same storage seen with another shape (one extent may be -1); throws ShapeError
-  /// when the element counts differ.
+  /// \brief Strides in elements, one per axis (row-major for a contiguous tensor; 0 along an
+  /// expanded axis).
+  const Shape& strides() const { return strides_; }
+  /// \brief Offset of the first element from the start of the storage, in elements.
+  std::int64_t offset() const { return offset_; }
+  /// \brief True when the elements lie row-major without gaps (axes of extent 1 may have any stride).
+  bool is_contiguous() const { return contiguous_; }
+  /// \brief This tensor when contiguous, else a contiguous copy on the same device (counted in
+  /// stats().contiguous_copies, not as a transfer).
+  Tensor contiguous() const;
+
+  /// \brief Another shape of the same elements (one extent may be -1): a view sharing storage when
+  /// the strides allow it, else a contiguous copy (as PyTorch); ShapeError when the counts differ.
   Tensor reshape(Shape shape) const;
+  /// \brief View with axes d0 and d1 swapped (negative counts from the end).
+  Tensor transpose(int d0, int d1) const;
+  /// \brief View with the axes reordered: result axis i is this tensor's axis dims[i].
+  Tensor permute(const std::vector<int>& dims) const;
+  /// \brief View of `length` indices from `start` along `dim`.
+  Tensor narrow(int dim, std::int64_t start, std::int64_t length) const;
+  /// \brief View at `index` along `dim`, which is removed (negative index counts from the end).
+  Tensor select(int dim, std::int64_t index) const;
+  /// \brief View with a new axis of extent 1 at `dim` (in [-ndim-1, ndim]).
+  Tensor unsqueeze(int dim) const;
+  /// \brief View without axis `dim` when its extent is 1; this tensor unchanged otherwise (as PyTorch).
+  Tensor squeeze(int dim) const;
+  /// \brief View without every axis of extent 1.
+  Tensor squeeze() const;
+  /// \brief View broadcast to `shape` (stride 0 along expanded axes; -1 keeps an extent; new
+  /// leading axes allowed); ShapeError when an extent other than 1 would change. Read-only in
+  /// effect: copy_from() into a tensor with an expanded axis throws ShapeError.
+  Tensor expand(const Shape& shape) const;
   /// \brief A new buffer on `device` holding a copy, even when `device` is this tensor's device.
   Tensor copyto(const Device& device) const;
   /// \brief This tensor itself (shared storage) when already on `device`, else copyto(device).
@@ -70,8 +102,9 @@ class Tensor {
   Tensor as_in_context(const Device& device) const { return to(device); }
   /// \brief A converted copy with another dtype, on the same device (this tensor if already `dtype`).
   Tensor astype(DType dtype) const;
-  /// \brief Copies `src` (same shape and dtype, any device) into this tensor's storage, in place:
-  /// an explicit, counted transfer when the devices differ.
+  /// \brief Copies `src` (same shape and dtype, any device) into this tensor's elements, in place:
+  /// an explicit, counted transfer when the devices differ. Writing into a view (narrow, select,
+  /// a transpose) reaches its base; a destination with an expanded (stride 0) axis throws ShapeError.
   void copy_from(const Tensor& src) const;
   /// \brief A cpu() copy in page-locked (pinned) host memory, so to(gpu) runs at full DMA speed;
   /// this tensor itself when already pinned, or when this process has no GPU, real or emulated (nothing to pin
@@ -127,29 +160,38 @@ class Tensor {
   Tensor norm() const;
   /// \brief L2 norm along `axis`.
   Tensor norm(int axis) const;
-  /// \brief The transposed copy of a 2-D tensor.
+  /// \brief The transposed view of a 2-D tensor (transpose(0, 1); no copy).
   Tensor transpose() const;
 
-  /// \brief Raw pointer to the first element, in the device's memory.
+  /// \brief Raw pointer to the first element (storage + offset), in the device's memory; the
+  /// elements are where strides() say.
   void* data() const;
 
-  /// \brief The data as an unmanaged Kokkos::View (no copy), e.g. `t.view<float**>()` or
-  /// `t.view<float*, Kokkos::CudaSpace>()`; defined in <kten/kokkos.hpp>. DataType's value type must
-  /// match dtype(), its rank ndim(), and MemorySpace (default Kokkos::HostSpace) must be exactly the
-  /// memory space of this tensor's device. The View does not keep the storage alive.
-  template <class DataType, class... MemorySpace>
+  /// \brief The data as an unmanaged Kokkos::View (no copy), e.g. `t.view<float**>()`,
+  /// `t.view<float*, Kokkos::CudaSpace>()` or `t.view<float**, Kokkos::LayoutStride>()`; defined in
+  /// <kten/kokkos.hpp>. Without a layout the View is LayoutRight and the tensor must be contiguous
+  /// (kten::Error otherwise); with Kokkos::LayoutStride it works for any tensor, strides included.
+  /// DataType's value type must match dtype(), its rank ndim(), and the memory space (default
+  /// Kokkos::HostSpace) must be exactly the memory space of this tensor's device. The View does not
+  /// keep the storage alive.
+  template <class DataType, class... LayoutAndMemorySpace>
   auto view() const;
 
-  /// \brief Internal: a tensor over existing storage.
+  /// \brief Internal: a contiguous tensor over existing storage.
   Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype);
+  /// \brief Internal: a strided view of existing storage (the caller checked it stays inside).
+  Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype);
   /// \brief Internal: the shared storage.
   const std::shared_ptr<detail::Storage>& storage() const { return storage_; }
 
  private:
   std::shared_ptr<detail::Storage> storage_;
   Shape shape_;
+  Shape strides_;
+  std::int64_t offset_ = 0;  // in elements, from storage_->data
   DType dtype_ = DType::float32;
   std::int64_t numel_ = 0;  // the product of shape_, checked once: numel() is on every kernel's path
+  bool contiguous_ = true;  // computed once, like numel_: every kernel entry asks
 };
 
 /// \brief Prints the values (NumPy-style elision when large), then a trailer such as
@@ -170,6 +212,13 @@ Tensor arange(std::int64_t stop, const Device& device = cpu(), DType dtype = DTy
 /// \brief start, start+step, ... (< stop for step > 0, > stop for step < 0) on `device`.
 Tensor arange(double start, double stop, double step, const Device& device = cpu(),
               DType dtype = DType::float32);
+
+/// \brief A new contiguous tensor joining `tensors` (one device, one dtype, shapes equal except
+/// along `dim`) along the existing axis `dim`.
+Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
+/// \brief A new contiguous tensor stacking `tensors` (one device, one dtype, one shape) along a new
+/// axis `dim`.
+Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
 
 /// \brief A float32 tensor of the given shape from host values (row-major), placed on `device`.
 Tensor tensor(const std::vector<float>& values, const Shape& shape, const Device& device = cpu());

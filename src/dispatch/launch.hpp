@@ -67,13 +67,24 @@ void for_each_index(const char* label, const Backend& backend, std::int64_t n, c
   for_each_index(label, backend, n, functor, n);
 }
 
-/// \brief The typed pointer to a tensor's first element (libtorch's data_ptr<T>()); a pinned
-/// buffer that a queued copy may still read is waited for first, since the kernel may write it.
+/// \brief The typed pointer to a tensor's first element, storage + offset (libtorch's
+/// data_ptr<T>()); a pinned buffer that a queued copy may still read is waited for first, since the
+/// kernel may write it. The other elements are where t.strides() say: only a contiguous tensor's
+/// lie at [0, numel).
 template <class T>
 T* data_ptr(const Tensor& t) {
   const Storage& storage = *t.storage();
   if (storage.pinned) wait_for_pending_reader(storage);
-  return static_cast<T*>(storage.data);
+  const auto offset = static_cast<std::size_t>(t.offset()) * dtype_size(t.dtype());
+  return static_cast<T*>(static_cast<void*>(static_cast<char*>(storage.data) + offset));
+}
+
+/// \brief Throws kten::Error when `t` is a strided view: the guard of every kernel that reads or
+/// writes its operands as [0, numel) (launch(), transfers, collectives).
+inline void check_contiguous(const char* op, const Tensor& t) {
+  if (!t.is_contiguous())
+    fail(op, "this operation reads or writes its operands as contiguous memory, and one is a strided view (shape ",
+         t.shape(), ", strides ", t.strides(), "); pass t.contiguous() (a copy) instead");
 }
 
 /// \brief A Kokkos profiling region for its lifetime (Kokkos 3.4 has no ScopedRegion): profilers
@@ -87,10 +98,10 @@ class Region {
   Region& operator=(const Region&) = delete;
 };
 
-/// \brief The one way to run a kernel over tensors: checks that every operand is defined and that
-/// all live on one device with one dtype, then calls kernel(backend, T* first, T* rest...).
+/// \brief launch() for kernels that index their operands through strides (views allowed): the
+/// pointers are the operands' first elements, the kernel must use each operand's strides.
 template <class Kernel, class... Tensors>
-void launch(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&... rest) {
+void launch_views(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&... rest) {
   (check_compatible(op, first, rest), ...);
   check_defined(first, op);
   Region region(op);
@@ -101,6 +112,16 @@ void launch(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&
       std::apply([&](const auto&... t) { kernel(backend, data_ptr<T>(t)...); }, operands);
     });
   });
+}
+
+/// \brief The one way to run a kernel over contiguous tensors: checks that every operand is
+/// defined, contiguous (a strided view throws kten::Error, never reads the wrong elements) and that
+/// all live on one device with one dtype, then calls kernel(backend, T* first, T* rest...).
+template <class Kernel, class... Tensors>
+void launch(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&... rest) {
+  check_contiguous(op, first);  // an undefined tensor counts as contiguous: launch_views says it is undefined
+  (check_contiguous(op, rest), ...);
+  launch_views(op, std::forward<Kernel>(kernel), first, rest...);
 }
 
 /// \brief launch() of the common kind: one functor over n indices, made by make_kernel(T* first,
@@ -119,6 +140,8 @@ void launch_conversion(const char* op, Kernel&& kernel, const Tensor& from, cons
   check_defined(from, op);
   check_defined(to, op);
   check_same_device(op, from.device(), to.device());
+  check_contiguous(op, from);
+  check_contiguous(op, to);
   Region region(op);
   with_backend(from.device(), [&](auto backend) {
     with_dtype(from.dtype(), [&](auto from_zero) {

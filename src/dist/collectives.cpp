@@ -245,6 +245,11 @@ Fingerprint fingerprint(Collective op, const Tensor* t, std::string problem) {
       problem = e.what();
     }
   }
+  // Collectives read and write [0, numel) in place (and MPI takes the memory as it is): a strided
+  // view is refused on every rank rather than made contiguous, whose result would be lost.
+  if (t && problem.empty() && !t->is_contiguous())
+    problem = "the tensor is a strided view (shape " + shape_str(t->shape()) + ", strides " + shape_str(t->strides()) +
+              "); collectives need contiguous memory: pass a contiguous tensor (t.contiguous() is a copy)";
   if (!problem.empty()) {
     std::strncpy(f.problem, problem.c_str(), sizeof f.problem - 1);
     return f;
