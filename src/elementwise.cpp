@@ -6,6 +6,7 @@
 
 #include <kten/ops.hpp>
 
+#include "autograd.hpp"
 #include "checks.hpp"
 #include "dispatch.hpp"
 #include "elementwise.hpp"
@@ -123,19 +124,64 @@ Tensor scalar_map(const char* label, const Tensor& a, double s) {
 
 using namespace detail;
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return elementwise_binary("kten::add", a, b, Add{}); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return elementwise_binary("kten::sub", a, b, Sub{}); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return elementwise_binary("kten::mul", a, b, Mul{}); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return elementwise_binary("kten::div", a, b, Div{}); }
+// Each operation's gradient sits beside it: recorded only when an input requires grad (autograd.hpp).
 
-Tensor operator+(const Tensor& a, double s) { return scalar_map<AddScalar>("kten::add_scalar", a, s); }
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  Tensor out = elementwise_binary("kten::add", a, b, Add{});
+  if (recording(a, b))
+    record("kten::add", out, {&a, &b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& needs) {
+      return Grads{needs[0] ? sum_to(g, sa) : Tensor(), needs[1] ? sum_to(g, sb) : Tensor()};
+    });
+  return out;
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  Tensor out = elementwise_binary("kten::sub", a, b, Sub{});
+  if (recording(a, b))
+    record("kten::sub", out, {&a, &b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& needs) {
+      return Grads{needs[0] ? sum_to(g, sa) : Tensor(), needs[1] ? sum_to(-g, sb) : Tensor()};
+    });
+  return out;
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  Tensor out = elementwise_binary("kten::mul", a, b, Mul{});
+  if (recording(a, b))
+    record("kten::mul", out, {&a, &b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& needs) {
+      return Grads{needs[0] ? sum_to(g * b, a.shape()) : Tensor(), needs[1] ? sum_to(g * a, b.shape()) : Tensor()};
+    });
+  return out;
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  Tensor out = elementwise_binary("kten::div", a, b, Div{});
+  if (recording(a, b))
+    record("kten::div", out, {&a, &b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& needs) {
+      const Tensor ga = g / b;  // d(a/b)/db = -(a/b)/b: both from g / b
+      return Grads{needs[0] ? sum_to(ga, a.shape()) : Tensor(), needs[1] ? sum_to(-(ga * a) / b, b.shape()) : Tensor()};
+    });
+  return out;
+}
+
+namespace {
+// The gradient of x -> x + s, x - s: g itself; of x -> s * x: g * s.
+Tensor scaled_gradient(const char* name, Tensor out, const Tensor& x, double scale) {
+  if (recording(x))
+    record(name, out, {&x}, [scale](const Tensor& g, const Needs&) { return Grads{scale == 1.0 ? g : g * scale}; });
+  return out;
+}
+}  // namespace
+
+Tensor operator+(const Tensor& a, double s) { return scaled_gradient("kten::add_scalar", scalar_map<AddScalar>("kten::add_scalar", a, s), a, 1.0); }
 Tensor operator+(double s, const Tensor& a) { return a + s; }
-Tensor operator-(const Tensor& a, double s) { return scalar_map<AddScalar>("kten::sub_scalar", a, -s); }
-Tensor operator-(double s, const Tensor& a) { return scalar_map<ScalarSub>("kten::rsub_scalar", a, s); }
-Tensor operator*(const Tensor& a, double s) { return scalar_map<MulScalar>("kten::mul_scalar", a, s); }
+Tensor operator-(const Tensor& a, double s) { return scaled_gradient("kten::sub_scalar", scalar_map<AddScalar>("kten::sub_scalar", a, -s), a, 1.0); }
+Tensor operator-(double s, const Tensor& a) { return scaled_gradient("kten::rsub_scalar", scalar_map<ScalarSub>("kten::rsub_scalar", a, s), a, -1.0); }
+Tensor operator*(const Tensor& a, double s) { return scaled_gradient("kten::mul_scalar", scalar_map<MulScalar>("kten::mul_scalar", a, s), a, s); }
 Tensor operator*(double s, const Tensor& a) { return a * s; }
-Tensor operator/(const Tensor& a, double s) { return scalar_map<DivScalar>("kten::div_scalar", a, s); }
-Tensor operator/(double s, const Tensor& a) { return scalar_map<ScalarDiv>("kten::rdiv_scalar", a, s); }
+Tensor operator/(const Tensor& a, double s) { return scaled_gradient("kten::div_scalar", scalar_map<DivScalar>("kten::div_scalar", a, s), a, 1.0 / s); }
+Tensor operator/(double s, const Tensor& a) {
+  Tensor out = scalar_map<ScalarDiv>("kten::rdiv_scalar", a, s);
+  if (recording(a))
+    record("kten::rdiv_scalar", out, {&a}, [a = saved(a), s](const Tensor& g, const Needs&) { return Grads{g * -s / (a * a)}; });
+  return out;
+}
 Tensor operator-(const Tensor& a) { return neg(a); }
 
 // fma reads strided operands through contiguous() copies (counted in stats()), not through strides.
@@ -151,20 +197,59 @@ Tensor fma(const Tensor& a_in, const Tensor& b_in, const Tensor& c_in) {
   launch_each_index(label, a.numel(), [](auto* x, auto* y, auto* z, auto* o) {
     return FmaKernel<std::remove_pointer_t<decltype(o)>>{x, y, z, o};
   }, a, b, c, out);
+  if (recording(a_in, b_in, c_in))
+    record(label, out, {&a_in, &b_in, &c_in}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& needs) {
+      return Grads{needs[0] ? g * b : Tensor(), needs[1] ? g * a : Tensor(), g};
+    });
   return out;
 }
 
-Tensor exp(const Tensor& x) { return unary<Exp>("kten::exp", x); }
-Tensor log(const Tensor& x) { return unary<Log>("kten::log", x); }
-Tensor sqrt(const Tensor& x) { return unary<Sqrt>("kten::sqrt", x); }
-Tensor abs(const Tensor& x) { return unary<Abs>("kten::abs", x); }
-Tensor neg(const Tensor& x) { return unary<Neg>("kten::neg", x); }
-Tensor relu(const Tensor& x) { return unary<Relu>("kten::relu", x); }
+namespace {
+// A unary operation whose gradient is a function of (its input x, its output y, the incoming g).
+template <class Op, class Gradient>
+Tensor differentiable_unary(const char* label, const Tensor& x, Gradient gradient) {
+  Tensor y = unary<Op>(label, x);
+  if (recording(x))
+    record(label, y, {&x}, [x = saved(x), y = saved(y), gradient](const Tensor& g, const Needs&) {
+      return Grads{gradient(x, y, g)};
+    });
+  return y;
+}
+}  // namespace
+
+Tensor exp(const Tensor& x) {
+  return differentiable_unary<Exp>("kten::exp", x, [](const Tensor&, const Tensor& y, const Tensor& g) { return g * y; });
+}
+Tensor log(const Tensor& x) {
+  return differentiable_unary<Log>("kten::log", x, [](const Tensor& x, const Tensor&, const Tensor& g) { return g / x; });
+}
+Tensor sqrt(const Tensor& x) {
+  return differentiable_unary<Sqrt>("kten::sqrt", x, [](const Tensor&, const Tensor& y, const Tensor& g) { return g / (y * 2.0); });
+}
+Tensor abs(const Tensor& x) {
+  return differentiable_unary<Abs>("kten::abs", x, [](const Tensor& x, const Tensor&, const Tensor& g) {
+    return elementwise_binary("kten::abs_grad", x, g, AbsGrad{});
+  });
+}
+Tensor neg(const Tensor& x) {
+  return differentiable_unary<Neg>("kten::neg", x, [](const Tensor&, const Tensor&, const Tensor& g) { return -g; });
+}
+Tensor relu(const Tensor& x) {
+  return differentiable_unary<Relu>("kten::relu", x, [](const Tensor& x, const Tensor&, const Tensor& g) { return relu_grad(x, g); });
+}
 Tensor detail::relu_grad(const Tensor& x, const Tensor& grad) {
   return elementwise_binary("kten::relu_grad", x, grad, ReluGrad{});
 }
-Tensor sigmoid(const Tensor& x) { return unary<Sigmoid>("kten::sigmoid", x); }
-Tensor tanh(const Tensor& x) { return unary<Tanh>("kten::tanh", x); }
+Tensor sigmoid(const Tensor& x) {
+  return differentiable_unary<Sigmoid>("kten::sigmoid", x, [](const Tensor&, const Tensor& y, const Tensor& g) {
+    return elementwise_binary("kten::sigmoid_grad", y, g, SigmoidGrad{});
+  });
+}
+Tensor tanh(const Tensor& x) {
+  return differentiable_unary<Tanh>("kten::tanh", x, [](const Tensor&, const Tensor& y, const Tensor& g) {
+    return elementwise_binary("kten::tanh_grad", y, g, TanhGrad{});
+  });
+}
 
 Tensor Tensor::astype(DType dtype) const {
   check_defined(*this, "astype()");
@@ -177,6 +262,8 @@ Tensor Tensor::astype(DType dtype) const {
     using To = std::remove_pointer_t<decltype(to)>;
     for_each_index(label, backend, numel(), ConvertKernel<From, To>{from, to});
   }, x, out);
+  if (recording(*this))
+    record(label, out, {this}, [from = dtype_](const Tensor& g, const Needs&) { return Grads{g.astype(from)}; });
   return out;
 }
 

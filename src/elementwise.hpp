@@ -28,6 +28,16 @@ struct Neg { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const {
 struct Relu { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x <= T(0) ? T(0) : x; } };
 /// \brief relu's gradient, the same test as Relu: where relu passed x (x > 0 or NaN), g passes.
 struct ReluGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x <= T(0) ? T(0) : g; } };
+/// \brief abs's gradient: g times the sign of x (0 at 0; NaN x gives NaN, as PyTorch).
+struct AbsGrad {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const {
+    return x > T(0) ? g : x < T(0) ? -g : x == T(0) ? T(0) : x;
+  }
+};
+/// \brief sigmoid's gradient from its output y: g y (1 - y).
+struct SigmoidGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T y, T g) const { return g * y * (T(1) - y); } };
+/// \brief tanh's gradient from its output y: g (1 - y^2).
+struct TanhGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T y, T g) const { return g * (T(1) - y * y); } };
 struct Sigmoid {
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return T(1) / (T(1) + exp_approx(-x)); }
 };

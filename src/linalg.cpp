@@ -3,6 +3,7 @@
 
 #include <kten/ops.hpp>
 
+#include "autograd.hpp"
 #include "checks.hpp"
 #include "dispatch.hpp"
 #include "gemm_kernel.hpp"
@@ -66,6 +67,29 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                              b.shape()[0], ")");
   Tensor out = empty(matvec ? Shape{m} : Shape{m, n}, a.device(), a.dtype());
   detail::gemm(a, false, b, false, out, nullptr, false);
+  if (detail::recording(a, b))
+    detail::record("kten::matmul", out, {&a, &b}, [a = detail::saved(a), b = detail::saved(b)](const Tensor& g, const detail::Needs& needs) {
+      if (b.ndim() == 1)  // dA = g b^T (an outer product), db = A^T g
+        return detail::Grads{needs[0] ? matmul(g.unsqueeze(1), b.unsqueeze(0)) : Tensor(),
+                             needs[1] ? matmul(a.transpose(), g) : Tensor()};
+      return detail::Grads{needs[0] ? matmul(g, b.transpose()) : Tensor(), needs[1] ? matmul(a.transpose(), g) : Tensor()};
+    });
+  return out;
+}
+
+Tensor detail::linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {
+  Tensor out = empty({x.shape()[0], weight.shape()[1]}, x.device(), x.dtype());
+  gemm(x, false, weight, false, out, bias, false);
+  const bool with_bias = bias != nullptr;
+  if (with_bias ? recording(x, weight, *bias) : recording(x, weight)) {
+    std::vector<const Tensor*> inputs{&x, &weight};
+    if (with_bias) inputs.push_back(bias);
+    record("kten::linear", out, inputs, [x = saved(x), w = saved(weight), with_bias](const Tensor& g, const Needs& needs) {
+      Grads grads{needs[0] ? matmul(g, w.transpose()) : Tensor(), needs[1] ? matmul(x.transpose(), g) : Tensor()};
+      if (with_bias) grads.push_back(needs[2] ? sum(g, 0) : Tensor());
+      return grads;
+    });
+  }
   return out;
 }
 

@@ -4,15 +4,17 @@
 // every order of combining gives NaN (NumPy's and PyTorch's rule; which zero max returns among
 // +0 and -0 may depend on the order).
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include <kten/ops.hpp>
 
+#include "autograd.hpp"
 #include "checks.hpp"
+#include "elementwise.hpp"
 #include "dispatch.hpp"
 #include "reduce.hpp"
-#include "elementwise.hpp"
 
 namespace kten {
 namespace detail {
@@ -279,17 +281,72 @@ Tensor reduce_axis(const Tensor& x_in, int axis) {
   return out;
 }
 
-Tensor mean_square(const Tensor& x) { return reduce_all<MeanSquareReduction>(x); }
+Tensor mean_square(const Tensor& x) {
+  Tensor out = reduce_all<MeanSquareReduction>(x);
+  if (recording(x))
+    record("kten::mean_square", out, {&x}, [x = saved(x)](const Tensor& g, const Needs&) {
+      return Grads{x * (g * (2.0 / static_cast<double>(x.numel())))};
+    });
+  return out;
+}
 
+namespace {
+
+/// \brief Where x holds its reduction's extreme value y: 1, else 0 (NaN matches NaN, as PyTorch).
+struct ExtremeMask {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T y) const {
+    return x == y || (x != x && y != y) ? T(1) : T(0);
+  }
+};
+/// \brief g / y, and 0 where y is 0: the norm's gradient scale (PyTorch masks the zero norm too).
+struct DivOrZero {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T g, T y) const { return y == T(0) ? T(0) : g / y; }
+};
+
+// g (the gradient of a reduction over `axis`, the axis removed; all axes when axis < 0) seen with
+// x's shape: the reduced axis put back with stride 0.
+Tensor spread(const Tensor& g, const Shape& shape, int axis) {
+  return (axis < 0 ? g : g.unsqueeze(axis)).expand(shape);
+}
+
+constexpr int kAllAxes = std::numeric_limits<int>::min();
+
+// A reduction over all elements (kAllAxes) or one axis, and its gradient.
+template <class Reduction>
+Tensor differentiable_reduction(const Tensor& x, int axis) {
+  Tensor y = axis == kAllAxes ? reduce_all<Reduction>(x) : reduce_axis<Reduction>(x, axis);
+  if (!recording(x)) return y;
+  const int a = axis == kAllAxes ? -1 : normalize_axis(Reduction::label, x, axis);
+  record(Reduction::label, y, {&x}, [x = saved(x), y = saved(y), a](const Tensor& g, const Needs&) {
+    const Shape& shape = x.shape();
+    if constexpr (std::is_same_v<Reduction, SumReduction>) {
+      return Grads{spread(g, shape, a)};
+    } else if constexpr (std::is_same_v<Reduction, MeanReduction>) {
+      const double n = static_cast<double>(a < 0 ? x.numel() : shape[a]);
+      return Grads{spread(g / n, shape, a)};
+    } else if constexpr (std::is_same_v<Reduction, MaxReduction>) {
+      // Ties share the gradient evenly (torch.amax).
+      const Tensor mask = elementwise_binary("kten::max_grad", x, spread(y, shape, a), ExtremeMask{});
+      const Tensor count = a < 0 ? sum(mask) : sum(mask, a);
+      return Grads{mask * spread(g / count, shape, a)};
+    } else {
+      const Tensor scale = elementwise_binary("kten::norm_grad", g, y, DivOrZero{});
+      return Grads{x * spread(scale, shape, a)};
+    }
+  });
+  return y;
+}
+
+}  // namespace
 }  // namespace detail
 
-Tensor sum(const Tensor& x) { return detail::reduce_all<detail::SumReduction>(x); }
-Tensor sum(const Tensor& x, int axis) { return detail::reduce_axis<detail::SumReduction>(x, axis); }
-Tensor mean(const Tensor& x) { return detail::reduce_all<detail::MeanReduction>(x); }
-Tensor mean(const Tensor& x, int axis) { return detail::reduce_axis<detail::MeanReduction>(x, axis); }
-Tensor max(const Tensor& x) { return detail::reduce_all<detail::MaxReduction>(x); }
-Tensor max(const Tensor& x, int axis) { return detail::reduce_axis<detail::MaxReduction>(x, axis); }
-Tensor norm(const Tensor& x) { return detail::reduce_all<detail::NormReduction>(x); }
-Tensor norm(const Tensor& x, int axis) { return detail::reduce_axis<detail::NormReduction>(x, axis); }
+Tensor sum(const Tensor& x) { return detail::differentiable_reduction<detail::SumReduction>(x, detail::kAllAxes); }
+Tensor sum(const Tensor& x, int axis) { return detail::differentiable_reduction<detail::SumReduction>(x, axis); }
+Tensor mean(const Tensor& x) { return detail::differentiable_reduction<detail::MeanReduction>(x, detail::kAllAxes); }
+Tensor mean(const Tensor& x, int axis) { return detail::differentiable_reduction<detail::MeanReduction>(x, axis); }
+Tensor max(const Tensor& x) { return detail::differentiable_reduction<detail::MaxReduction>(x, detail::kAllAxes); }
+Tensor max(const Tensor& x, int axis) { return detail::differentiable_reduction<detail::MaxReduction>(x, axis); }
+Tensor norm(const Tensor& x) { return detail::differentiable_reduction<detail::NormReduction>(x, detail::kAllAxes); }
+Tensor norm(const Tensor& x, int axis) { return detail::differentiable_reduction<detail::NormReduction>(x, axis); }
 
 }  // namespace kten

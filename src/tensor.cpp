@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include <kten/kokkos.hpp>
@@ -11,6 +12,7 @@
 #include <kten/tensor.hpp>
 
 #include "checked.hpp"
+#include "autograd.hpp"
 #include "checks.hpp"
 #include "dispatch.hpp"
 #include "storage.hpp"
@@ -166,10 +168,19 @@ Tensor Tensor::reshape(Shape shape) const {
     detail::fail<ShapeError>("reshape()", "cannot view ", n, " elements (shape ", shape_, ") as shape ", shape, " (",
                              known, " elements)");
   }
-  if (contiguous_) return Tensor(storage_, shape, detail::contiguous_strides(shape), offset_, dtype_);
-  if (auto strides = detail::view_strides(shape_, strides_, shape))
-    return Tensor(storage_, std::move(shape), std::move(*strides), offset_, dtype_);
-  return contiguous().reshape(std::move(shape));  // the strides cannot express it: a copy, as PyTorch
+  std::optional<Shape> strides;
+  if (contiguous_) {
+    strides = detail::contiguous_strides(shape);
+  } else {
+    strides = detail::view_strides(shape_, strides_, shape);
+    if (!strides) return contiguous().reshape(std::move(shape));  // the strides cannot express it: a copy, as PyTorch
+  }
+  Tensor out(storage_, std::move(shape), std::move(*strides), offset_, dtype_);
+  if (detail::recording(*this))
+    detail::record("kten::reshape", out, {this}, [base = shape_](const Tensor& g, const detail::Needs&) {
+      return detail::Grads{g.reshape(base)};
+    });
+  return out;
 }
 
 bool Tensor::shares_storage_with(const Tensor& other) const {

@@ -103,13 +103,15 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
     std::int64_t trained = 0;  // examples this rank trained on; every rank trains as many
     for (const auto& host_batch : data.shard_batches(true, batch_size, static_cast<std::uint64_t>(epoch), train_shard)) {
       const data::Batch batch = prepare_batch(host_batch);
-      const Tensor prediction = net(batch.X);
-      add(train_sum, loss(prediction, batch.y), batch.X.shape()[0], train_rows);
+      const Tensor batch_loss = loss(net(batch.X), batch.y);
+      add(train_sum, batch_loss.detach(), batch.X.shape()[0], train_rows);
       optimizer.zero_grad(model);
-      net.backward(loss.backward(prediction, batch.y));  // with DDP: gradients averaged over the ranks
+      batch_loss.backward();
+      if (ddp) ddp->synchronize_gradients();  // averaged over the ranks
       optimizer.step(model);
       trained += batch.X.shape()[0];
     }
+    const NoGradGuard no_grad;  // validation: nothing recorded, no activations kept
     for (const auto& host_batch : data.shard_batches(false, batch_size, 0, val_shard)) {
       const data::Batch batch = prepare_batch(host_batch);
       add(val_sum, loss(net(batch.X), batch.y), batch.X.shape()[0], val_rows);

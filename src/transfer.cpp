@@ -5,6 +5,7 @@
 #include <kten/runtime.hpp>
 #include <kten/tensor.hpp>
 
+#include "autograd.hpp"
 #include "checks.hpp"
 #include "dispatch.hpp"
 #include "elementwise.hpp"
@@ -102,6 +103,10 @@ Tensor Tensor::copyto(const Device& device) const {
   const Tensor c = contiguous();  // a view is gathered on its device first (counted), then moved
   Tensor out = empty(shape_, device, dtype_);
   detail::copy_bytes(*c.storage_, detail::byte_offset(c), *out.storage_, 0, nbytes());
+  if (detail::recording(*this))  // the gradient goes back to this tensor's device: an explicit, counted copy
+    detail::record("kten::copyto", out, {this}, [from = storage_->device](const Tensor& g, const detail::Needs&) {
+      return detail::Grads{g.to(from)};
+    });
   return out;
 }
 
@@ -113,6 +118,12 @@ Tensor Tensor::to(const Device& device) const {
 void Tensor::copy_from(const Tensor& src) const {
   detail::check_defined(*this, "copy_from()");
   detail::check_defined(src, "copy_from()");
+  // Copying into a leaf (a parameter, updated in place like an optimiser does) is allowed; a copy
+  // that autograd would have to go back through is refused rather than silently cut from the graph.
+  if (detail::grad_mode_enabled && (src.requires_grad() || !is_leaf()))
+    detail::fail("copy_from()", "an in-place copy from a tensor that requires grad, or into one computed by recorded "
+                 "operations, is not recorded by autograd; build a new tensor (cat, stack, where, arithmetic), or copy "
+                 "src.detach() or under a NoGradGuard");
   if (src.shape() != shape_ || src.dtype() != dtype_)
     detail::fail<ShapeError>("copy_from()", "source ", src.shape(), " ", src.dtype(), " does not match destination ",
                              shape_, " ", dtype_);

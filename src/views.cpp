@@ -3,6 +3,7 @@
 // row-major memory on its own device (counted in stats().contiguous_copies); cat and stack make new
 // tensors.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include <kten/tensor.hpp>
 
 #include "checked.hpp"
+#include "autograd.hpp"
 #include "checks.hpp"
 #include "dispatch.hpp"
 #include "elementwise.hpp"
@@ -57,6 +59,21 @@ std::int64_t offset_at(const char* op, std::int64_t offset, std::int64_t index, 
 }
 }  // namespace
 
+// A view's gradient reaches its base: the view is recorded like any other operation, with a
+// backward function that maps the view's gradient onto the base's shape. Made only when recording.
+template <class MakeBackward>
+Tensor recorded_view(const char* name, const Tensor& base, Tensor view, MakeBackward make_backward) {
+  if (recording(base)) record(name, view, {&base}, make_backward());
+  return view;
+}
+
+// The gradient of a view that picks some of the base's elements: zeros, with the view's part set.
+Tensor scatter_into_zeros(const Tensor& g, const Shape& base_shape, const std::function<Tensor(const Tensor&)>& pick) {
+  Tensor z = zeros(base_shape, g.device(), g.dtype());
+  pick(z).copy_from(g);
+  return z;
+}
+
 }  // namespace detail
 
 Tensor Tensor::contiguous() const {
@@ -65,7 +82,9 @@ Tensor Tensor::contiguous() const {
   Tensor out = empty(shape_, device(), dtype_);
   detail::strided_copy("kten::contiguous", *this, out);
   detail::note_contiguous_copy(out.nbytes());
-  return out;
+  return detail::recorded_view("kten::contiguous", *this, std::move(out), [] {
+    return [](const Tensor& g, const detail::Needs&) { return detail::Grads{g}; };
+  });
 }
 
 Tensor Tensor::transpose(int d0, int d1) const {
@@ -75,7 +94,9 @@ Tensor Tensor::transpose(int d0, int d1) const {
   Shape shape = shape_, strides = strides_;
   std::swap(shape[a], shape[b]);
   std::swap(strides[a], strides[b]);
-  return Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_);
+  return detail::recorded_view("kten::transpose", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [a, b] {
+    return [a, b](const Tensor& g, const detail::Needs&) { return detail::Grads{g.transpose(a, b)}; };
+  });
 }
 
 Tensor Tensor::permute(const std::vector<int>& dims) const {
@@ -95,7 +116,11 @@ Tensor Tensor::permute(const std::vector<int>& dims) const {
     shape[i] = shape_[a];
     strides[i] = strides_[a];
   }
-  return Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_);
+  return detail::recorded_view("kten::permute", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [&] {
+    std::vector<int> inverse(dims.size());
+    for (std::size_t i = 0; i < dims.size(); ++i) inverse[detail::normalize_axis(op, *this, dims[i])] = static_cast<int>(i);
+    return [inverse](const Tensor& g, const detail::Needs&) { return detail::Grads{g.permute(inverse)}; };
+  });
 }
 
 Tensor Tensor::narrow(int dim, std::int64_t start, std::int64_t length) const {
@@ -109,7 +134,11 @@ Tensor Tensor::narrow(int dim, std::int64_t start, std::int64_t length) const {
                              n);
   Shape shape = shape_;
   shape[d] = length;
-  return Tensor(storage_, std::move(shape), strides_, detail::offset_at(op, offset_, s, strides_[d]), dtype_);
+  return detail::recorded_view("kten::narrow", *this, Tensor(storage_, std::move(shape), strides_, detail::offset_at(op, offset_, s, strides_[d]), dtype_), [&] {
+    return [base = shape_, d, s, length](const Tensor& g, const detail::Needs&) {
+      return detail::Grads{detail::scatter_into_zeros(g, base, [&](const Tensor& z) { return z.narrow(d, s, length); })};
+    };
+  });
 }
 
 Tensor Tensor::select(int dim, std::int64_t index) const {
@@ -123,7 +152,11 @@ Tensor Tensor::select(int dim, std::int64_t index) const {
   Shape shape = shape_, strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return Tensor(storage_, std::move(shape), std::move(strides), detail::offset_at(op, offset_, i, strides_[d]), dtype_);
+  return detail::recorded_view("kten::select", *this, Tensor(storage_, std::move(shape), std::move(strides), detail::offset_at(op, offset_, i, strides_[d]), dtype_), [&] {
+    return [base = shape_, d, i](const Tensor& g, const detail::Needs&) {
+      return detail::Grads{detail::scatter_into_zeros(g, base, [&](const Tensor& z) { return z.select(d, i); })};
+    };
+  });
 }
 
 Tensor Tensor::unsqueeze(int dim) const {
@@ -138,7 +171,9 @@ Tensor Tensor::unsqueeze(int dim) const {
   Shape shape = shape_, strides = strides_;
   shape.insert(shape.begin() + a, 1);
   strides.insert(strides.begin() + a, stride);
-  return Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_);
+  return detail::recorded_view("kten::unsqueeze", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [a] {
+    return [a](const Tensor& g, const detail::Needs&) { return detail::Grads{g.squeeze(a)}; };
+  });
 }
 
 Tensor Tensor::squeeze(int dim) const {
@@ -149,7 +184,9 @@ Tensor Tensor::squeeze(int dim) const {
   Shape shape = shape_, strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_);
+  return detail::recorded_view("kten::squeeze", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [&] {
+    return [base = shape_](const Tensor& g, const detail::Needs&) { return detail::Grads{g.reshape(base)}; };
+  });
 }
 
 Tensor Tensor::squeeze() const {
@@ -160,7 +197,9 @@ Tensor Tensor::squeeze() const {
       shape.push_back(shape_[d]);
       strides.push_back(strides_[d]);
     }
-  return Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_);
+  return detail::recorded_view("kten::squeeze", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [&] {
+    return [base = shape_](const Tensor& g, const detail::Needs&) { return detail::Grads{g.reshape(base)}; };
+  });
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
@@ -193,7 +232,9 @@ Tensor Tensor::expand(const Shape& shape) const {
                                " and only extents of 1 expand; give ", have, " or -1 there");
     }
   }
-  return Tensor(storage_, std::move(extents), std::move(strides), offset_, dtype_);
+  return detail::recorded_view("kten::expand", *this, Tensor(storage_, std::move(extents), std::move(strides), offset_, dtype_), [&] {
+    return [base = shape_](const Tensor& g, const detail::Needs&) { return detail::Grads{detail::sum_to(g, base)}; };
+  });
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int dim) {
@@ -217,10 +258,25 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
     shape[d] = *extent;
   }
   Tensor out = empty(shape, first.device(), first.dtype());
+  std::vector<std::int64_t> starts;
+  starts.reserve(tensors.size());
   std::int64_t at = 0;
   for (const Tensor& t : tensors) {
     if (t.numel() > 0) detail::strided_copy(op, t, out.narrow(d, at, t.shape()[d]));
+    starts.push_back(at);
     at += t.shape()[d];
+  }
+  if (detail::recording_any(tensors)) {
+    std::vector<const Tensor*> inputs;
+    for (const Tensor& t : tensors) inputs.push_back(&t);
+    detail::record(op, out, inputs, [starts, d](const Tensor& g, const detail::Needs& needs) {
+      detail::Grads grads(needs.size());
+      for (std::size_t i = 0; i < needs.size(); ++i) {
+        const std::int64_t end = i + 1 < starts.size() ? starts[i + 1] : g.shape()[d];
+        if (needs[i]) grads[i] = g.narrow(d, starts[i], end - starts[i]);
+      }
+      return grads;
+    });
   }
   return out;
 }

@@ -27,6 +27,8 @@ class Tensor;
 
 namespace detail {
 struct Storage;
+struct AutogradMeta;
+struct AutogradAccess;
 void read_to_host(const Tensor& t, void* dst, DType expected, const char* what);
 /// \brief read_to_host of a one-element tensor's value; ShapeError for any other.
 void read_item(const Tensor& t, void* dst, DType expected);
@@ -163,6 +165,36 @@ class Tensor {
   /// \brief The transposed view of a 2-D tensor (transpose(0, 1); no copy).
   Tensor transpose() const;
 
+  /// \brief Marks this tensor (a leaf: created, not computed by a recorded operation) as one whose
+  /// gradient backward() computes; returns this tensor. The flag belongs to this handle and to the
+  /// copies taken from it afterwards (copies taken before keep their own). requires_grad_(false)
+  /// on a computed tensor throws kten::Error (use detach()).
+  Tensor& requires_grad_(bool requires_grad = true);
+  /// \brief True for a leaf marked by requires_grad_() and for a result of an operation recorded
+  /// on the tape (some input required grad, and no NoGradGuard was alive).
+  bool requires_grad() const { return static_cast<bool>(autograd_); }
+  /// \brief True unless this tensor was computed by a recorded operation.
+  bool is_leaf() const;
+  /// \brief The gradient accumulated into this leaf by backward(): same shape, dtype and device;
+  /// undefined before the first backward() reaching it, and for computed tensors (as PyTorch).
+  Tensor grad() const;
+  /// \brief Sets (or, with an undefined tensor, clears) the gradient of this leaf; it must match
+  /// the shape, dtype and device.
+  void set_grad(const Tensor& grad) const;
+  /// \brief The name of the recorded operation that computed this tensor ("kten::mul"), or
+  /// nullptr for a leaf.
+  const char* grad_fn() const;
+  /// \brief Reverse-mode differentiation from this tensor: accumulates d(this)/d(leaf), weighted
+  /// by `gradient` (same shape; may be omitted for a one-element tensor, meaning 1), into the grad()
+  /// of every leaf that requires grad. The graph's saved tensors are freed afterwards unless
+  /// `retain_graph`; going back through a freed graph throws kten::Error. Runs on the device
+  /// without a host synchronisation.
+  void backward(const Tensor& gradient, bool retain_graph = false) const;
+  /// \brief backward() of a one-element tensor with the implied gradient 1.
+  void backward() const;
+  /// \brief The same storage and view without history: requires_grad() is false.
+  Tensor detach() const;
+
   /// \brief Raw pointer to the first element (storage + offset), in the device's memory; the
   /// elements are where strides() say.
   void* data() const;
@@ -192,7 +224,27 @@ class Tensor {
   DType dtype_ = DType::float32;
   std::int64_t numel_ = 0;  // the product of shape_, checked once: numel() is on every kernel's path
   bool contiguous_ = true;  // computed once, like numel_: every kernel entry asks
+  // Null unless this tensor requires grad: a leaf's gradient, or the recorded operation that
+  // computed it. Nothing else is paid for autograd by tensors that do not require it.
+  std::shared_ptr<detail::AutogradMeta> autograd_;
+  friend struct detail::AutogradAccess;
 };
+
+/// \brief While alive, operations on this thread record nothing on the autograd tape and keep no
+/// activations for backward (inference, optimiser updates), as torch::NoGradGuard. Nests.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// \brief False while a NoGradGuard is alive on this thread.
+bool is_grad_enabled();
 
 /// \brief Prints the values (NumPy-style elision when large), then a trailer such as
 /// `<Tensor 2x3 float32 @gpu(0)>`. Synchronises with the device and copies to the host.

@@ -1,4 +1,4 @@
-// Linear, ReLU and Sequential: forward and backward on the parameters' device.
+// Linear, ReLU and Sequential on the parameters' device; autograd derives their backward.
 #include <atomic>
 #include <cmath>
 
@@ -17,11 +17,6 @@ namespace {
 std::atomic<std::uint64_t>& seed_counter() {
   static std::atomic<std::uint64_t> counter{0};
   return counter;
-}
-
-void check_forward_done(const Tensor& input, const std::string& layer) {
-  if (!input.defined())
-    detail::fail(layer + " backward", "no forward call to go back through");
 }
 }  // namespace
 
@@ -50,11 +45,11 @@ void Linear::initialise(std::int64_t in_features) {
   const Device d = device();
   weight_.expected = {in_features, out_features_};
   weight_.value = uniform(weight_.expected, -bound, bound, d, seed_, options_.dtype);
-  weight_.grad = zeros(weight_.expected, d, options_.dtype);
+  weight_.track();
   if (options_.bias) {
     // A second stream of the same seed: bias and weight never share numbers.
     bias_.value = uniform({out_features_}, -bound, bound, d, seed_ ^ 0x9E3779B97F4A7C15ull, options_.dtype);
-    bias_.grad = zeros({out_features_}, d, options_.dtype);
+    bias_.track();
   }
 }
 
@@ -85,41 +80,12 @@ Tensor Linear::forward(const Tensor& input) {
   }
   if (input.shape()[1] != in_features_)
     detail::fail<ShapeError>("Linear forward", "expects ", in_features_, " input features, got shape ", input.shape());
-  input_ = input;
-  Tensor out = empty({input.shape()[0], out_features_}, input.device(), input.dtype());
-  detail::gemm(input, false, weight_.value, false, out, options_.bias ? &bias_.value : nullptr, false);
-  return out;
-}
-
-Tensor Linear::backward(const Tensor& grad_output) {
-  detail::Region region("kten::Linear::backward");
-  check_forward_done(input_, name());
-  detail::check_compatible("Linear backward", grad_output, input_);
-  if (grad_output.shape() != Shape{input_.shape()[0], out_features_})
-    detail::fail<ShapeError>("Linear backward", "the gradient has shape ", grad_output.shape(),
-                             ", the output had shape ", Shape{input_.shape()[0], out_features_});
-  detail::gemm(input_, true, grad_output, false, weight_.grad, nullptr, true);  // dW += X^T dY
-  if (options_.bias) bias_.grad = bias_.grad + sum(grad_output, 0);              // db += sum_rows dY
-  Tensor grad_input = empty(input_.shape(), input_.device(), input_.dtype());
-  detail::gemm(grad_output, false, weight_.value, true, grad_input, nullptr, false);  // dX = dY W^T
-  return grad_input;
+  return detail::linear(input, weight_.value, options_.bias ? &bias_.value : nullptr);
 }
 
 // --- ReLU --------------------------------------------------------------------------------------
 
-Tensor ReLU::forward(const Tensor& input) {
-  input_ = input;
-  return relu(input);
-}
-
-Tensor ReLU::backward(const Tensor& grad_output) {
-  detail::Region region("kten::ReLU::backward");
-  check_forward_done(input_, name());
-  if (grad_output.shape() != input_.shape())
-    detail::fail<ShapeError>("ReLU backward", "the gradient has shape ", grad_output.shape(),
-                             ", the output had shape ", input_.shape());
-  return detail::relu_grad(input_, grad_output);
-}
+Tensor ReLU::forward(const Tensor& input) { return relu(input); }
 
 // --- Sequential --------------------------------------------------------------------------------
 
@@ -133,13 +99,6 @@ Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
   for (auto& layer : layers_) x = (*layer)(x);
   return x;
-}
-
-Tensor Sequential::backward(const Tensor& grad_output) {
-  detail::Region region("kten::Sequential::backward");
-  Tensor g = grad_output;
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) g = (*it)->backward(g);
-  return g;
 }
 
 void Sequential::to(const Device& device) {

@@ -268,6 +268,7 @@ void Module::load(const std::string& path, const Device& device) {
   for (std::size_t i = 0; i < params.size(); ++i) {
     params[i].slot->value = values[i];
     params[i].slot->grad = grads[i];
+    params[i].slot->track();
   }
   parameters_loaded();
   to(device);

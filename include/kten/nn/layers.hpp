@@ -32,7 +32,6 @@ class Linear : public Module {
   Linear(std::int64_t in_features, std::int64_t out_features, LinearOptions options = {});
 
   Tensor forward(const Tensor& input) override;
-  Tensor backward(const Tensor& grad_output) override;
   std::vector<NamedParameter> named_parameters() override;
   std::string name() const override { return "Linear"; }
   void parameters_loaded() override;
@@ -54,18 +53,13 @@ class Linear : public Module {
   std::uint64_t seed_;
   Parameter weight_;
   Parameter bias_;
-  Tensor input_;  // kept by forward for backward
 };
 
 /// \brief max(x, 0), elementwise.
 class ReLU : public Module {
  public:
   Tensor forward(const Tensor& input) override;
-  Tensor backward(const Tensor& grad_output) override;
   std::string name() const override { return "ReLU"; }
-
- private:
-  Tensor input_;
 };
 
 /// \brief Layers applied in order; its parameters are theirs, named "<index>.<name>".
@@ -86,7 +80,6 @@ class Sequential : public Module {
   Module& operator[](std::size_t i);
 
   Tensor forward(const Tensor& input) override;
-  Tensor backward(const Tensor& grad_output) override;
   void to(const Device& device) override;
   std::vector<NamedParameter> named_parameters() override;
   std::string name() const override { return "Sequential"; }

@@ -14,10 +14,14 @@ namespace kten::nn {
 /// \brief A learnable tensor with its gradient. `expected` describes the shape a lazily-shaped
 /// parameter will take (-1 for an extent not known until the first call).
 struct Parameter {
-  Tensor value;    ///< \brief undefined until a lazy layer sees its first input
-  Tensor grad;     ///< \brief same shape, dtype and device as value
+  Tensor value;    ///< \brief a leaf that requires grad; undefined until a lazy layer sees its first input
+  Tensor grad;     ///< \brief value.grad(): the same storage, which backward() accumulates into in place
   Shape expected;  ///< \brief the shape value has or will have (-1: inferred later)
   DType dtype = DType::float32;  ///< \brief the dtype value has or will have
+
+  /// \brief Makes `value` a leaf that requires grad with `grad` as its gradient (zeros of value's
+  /// shape when grad is undefined or does not fit): call after assigning either.
+  void track();
 };
 
 /// \brief A parameter slot and its name: "weight", or "0.weight" inside a Sequential.
@@ -32,13 +36,18 @@ class Module {
  public:
   virtual ~Module() = default;
 
-  /// \brief Runs forward() after checking the input is on device(); keeps what backward() needs.
+  /// \brief Runs forward() after checking the input is on device(). Unless a NoGradGuard is
+  /// alive, the computation is recorded on the autograd tape and the call's input and output are
+  /// kept for backward(grad_output).
   Tensor operator()(const Tensor& input);
-  /// \brief The layer's computation, on the input's device.
+  /// \brief The layer's computation, on the input's device, written with kten's differentiable
+  /// operations (autograd derives its backward).
   virtual Tensor forward(const Tensor& input) = 0;
-  /// \brief Given d(loss)/d(output) of the last call, accumulates parameter gradients and returns
-  /// d(loss)/d(input). Throws kten::Error when there was no forward call to go back through.
-  virtual Tensor backward(const Tensor& grad_output) = 0;
+  /// \brief Given d(loss)/d(output) of the last call, goes back through the tape recorded by that
+  /// call: accumulates the parameters' gradients and returns d(loss)/d(input). Throws kten::Error
+  /// when there was no recorded forward call to go back through. Training code may instead call
+  /// backward() on the loss, which does not compute d(loss)/d(input).
+  virtual Tensor backward(const Tensor& grad_output);
 
   /// \brief Moves every parameter and gradient to `device` (no-op for those already there);
   /// lazily-shaped parameters are created there later.
@@ -72,6 +81,8 @@ class Module {
 
  private:
   Device device_ = cpu();
+  Tensor last_input_;   // the last recorded call's input (a leaf when the caller's did not require grad)
+  Tensor last_output_;  // and output, for backward(grad_output)
 };
 
 }  // namespace kten::nn
