@@ -28,11 +28,9 @@ struct Neg { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const {
 struct Relu { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x <= T(0) ? T(0) : x; } };
 /// \brief relu's gradient, the same test as Relu: where relu passed x (x > 0 or NaN), g passes.
 struct ReluGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x <= T(0) ? T(0) : g; } };
-/// \brief abs's gradient: g times the sign of x (0 at 0; NaN x gives NaN, as PyTorch).
+/// \brief abs's gradient: g times the sign of x, whose sign is 0 at 0 and at NaN (PyTorch's sgn).
 struct AbsGrad {
-  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const {
-    return x > T(0) ? g : x < T(0) ? -g : x == T(0) ? T(0) : x;
-  }
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x > T(0) ? g : x < T(0) ? -g : T(0); }
 };
 /// \brief sigmoid's gradient from its output y: g y (1 - y).
 struct SigmoidGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T y, T g) const { return g * y * (T(1) - y); } };
