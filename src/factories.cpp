@@ -22,7 +22,10 @@ struct ArangeKernel {
   T* out;
   double start, step;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    out[i] = static_cast<T>(start + step * static_cast<double>(i));
+    if constexpr (std::is_same_v<T, std::int64_t>)  // integers (checked), exact past 2^53 too
+      out[i] = static_cast<std::int64_t>(start) + static_cast<std::int64_t>(step) * i;
+    else
+      out[i] = static_cast<T>(start + step * static_cast<double>(i));
   }
 };
 
@@ -131,7 +134,10 @@ Tensor arange(double start, double stop, double step, const Device& device, DTyp
                              "range instead, e.g. kten::lt(kten::arange(n), k)");
   const std::int64_t n = arange_length(start, stop, step);
   const double stride = n > 1 ? step : 0.0;  // one element is start itself (the step may be infinite)
-  if (n > 0) {  // the values lie from start to the last one: an int64 must hold both
+  if (dtype == DType::int64 && n > 0) {  // integers from start to the last value, which an int64 must hold
+    if (std::trunc(start) != start || std::trunc(stride) != stride)
+      detail::fail<DTypeError>("arange()", "an int64 range needs an integer start and step, got start ", number(start),
+                               " and step ", number(step), "; make a float range and convert it with .astype(kten::int64)");
     detail::check_scalar_fits("arange()", start, dtype);
     detail::check_scalar_fits("arange()", start + stride * static_cast<double>(n - 1), dtype);
   }
