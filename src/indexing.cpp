@@ -2,6 +2,7 @@
 // output element is found or read on its own (one thread per output, inputs read in place through
 // their strides), like the elementwise kernels. Not differentiable.
 #include <cmath>
+#include <utility>
 
 #include <kten/ops.hpp>
 
@@ -113,21 +114,27 @@ void check_indices(const char* label, const Tensor& index, const Tensor& x, int 
                      "), negative ones included");
 }
 
-// out[o] = x[... index[...] along a ...]: the kernel shared by index_select and gather, with `s`
-// mapping an output index to x (axis a left out) and to the index tensor.
-void take(const char* label, const Tensor& x, int a, const Tensor& index, const Tensor& out, const BroadcastIndex& s) {
+// What index_select and gather share: the checks, the bounds check and the kernel, out[o] =
+// x[... index[...] along a ...]. layout(a) checks the index's shape against x's (ShapeError) and
+// gives the result's shape and the index tensor's strides along it.
+template <class Layout>
+Tensor take(const char* label, const Tensor& x, int axis, const Tensor& index, Layout layout) {
+  check_defined(x, label);
+  check_dtype(label, "the index tensor", index, DType::int64, "convert it with .astype(kten::int64)");
+  const int a = normalize_axis(label, x, axis);
+  const auto [shape, index_strides] = layout(a);
+  check_same_device(label, x.device(), index.device());
+  check_indices(label, index, x, a);
+  Tensor out = empty(shape, x.device(), x.dtype());
+  Shape x_strides = x.strides();
+  x_strides[a] = 0;  // the index tensor supplies the position along a
+  const BroadcastIndex s = strided_index(label, shape, x_strides, index_strides);
   const std::int64_t step = x.strides()[a];
   launch_views<Accepts::any>(label, [&](const auto& backend, auto* px, auto* po, const std::int64_t* pi) {
     using T = std::remove_pointer_t<decltype(po)>;
     for_each_index(label, backend, out.numel(), TakeKernel<T>{px, pi, po, s, step});
   }, x, out, Fixed<std::int64_t>{index});
-}
-
-// x's strides with axis a's set to 0: the index tensor supplies the position along it.
-Shape strides_off_axis(const Tensor& x, int a) {
-  Shape strides = x.strides();
-  strides[a] = 0;
-  return strides;
+  return out;
 }
 
 }  // namespace
@@ -177,37 +184,27 @@ Tensor argmax(const Tensor& x_in) {
 
 Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
   constexpr const char* label = "kten::index_select";
-  check_defined(x, label);
-  check_dtype(label, "indices", indices, DType::int64, "convert them with .astype(kten::int64)");
-  const int a = normalize_axis(label, x, axis);
-  if (indices.ndim() != 1)
-    fail<ShapeError>(label, "indices must be 1-D, got shape ", indices.shape(), "; flatten them with .reshape({-1})");
-  check_same_device(label, x.device(), indices.device());
-  check_indices(label, indices, x, a);
-  Shape shape = x.shape();
-  shape[a] = indices.numel();
-  Tensor out = empty(shape, x.device(), x.dtype());
-  Shape index_strides(shape.size(), 0);  // output position along a -> the index's offset
-  index_strides[a] = indices.strides()[0];
-  take(label, x, a, indices, out, strided_index(label, shape, strides_off_axis(x, a), index_strides));
-  return out;
+  return take(label, x, axis, indices, [&](int a) {
+    if (indices.ndim() != 1)
+      fail<ShapeError>(label, "indices must be 1-D, got shape ", indices.shape(),
+                       "; flatten them with .reshape({-1})");
+    Shape shape = x.shape(), index_strides(shape.size(), 0);
+    shape[a] = indices.numel();
+    index_strides[a] = indices.strides()[0];  // output position along a -> the index's offset
+    return std::pair{shape, index_strides};
+  });
 }
 
 Tensor gather(const Tensor& x, int axis, const Tensor& index) {
   constexpr const char* label = "kten::gather";
-  check_defined(x, label);
-  check_dtype(label, "index", index, DType::int64, "convert it with .astype(kten::int64)");
-  const int a = normalize_axis(label, x, axis);
-  bool fits = index.ndim() == x.ndim();
-  for (int d = 0; fits && d < x.ndim(); ++d) fits = d == a || index.shape()[d] <= x.shape()[d];
-  if (!fits)
-    fail<ShapeError>(label, "index of shape ", index.shape(), " does not fit x of shape ", x.shape(), " along axis ", axis,
-                     "; index needs x's rank and extents no larger than x's on the other axes");
-  check_same_device(label, x.device(), index.device());
-  check_indices(label, index, x, a);
-  Tensor out = empty(index.shape(), x.device(), x.dtype());
-  take(label, x, a, index, out, strided_index(label, index.shape(), strides_off_axis(x, a), index.strides()));
-  return out;
+  return take(label, x, axis, index, [&](int a) {
+    bool fits = index.ndim() == x.ndim();
+    for (int d = 0; fits && d < x.ndim(); ++d) fits = d == a || index.shape()[d] <= x.shape()[d];
+    if (!fits)
+      fail<ShapeError>(label, "index of shape ", index.shape(), " does not fit x of shape ", x.shape(),
+                       " along axis ", axis, "; index needs x's rank and extents no larger than x's on the other axes");
+    return std::pair{index.shape(), index.strides()};
+  });
 }
 
 }  // namespace kten

@@ -19,6 +19,8 @@
 #include <catch2/catch_template_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <kten/kokkos.hpp>
+
 #include "support.hpp"
 
 using namespace kten;
@@ -158,6 +160,19 @@ TEST_CASE("int64 and boolean tensors from host values read back exactly", "[dtyp
   CHECK_THAT(message_of<DTypeError>([&] { i.to_vector<float>(); }), ContainsSubstring("(std::int64_t)"));
   CHECK_THAT(message_of<DTypeError>([&] { b.to_vector<std::int64_t>(); }), ContainsSubstring("(bool)"));
   CHECK_THROWS_AS(b.item<bool>(), ShapeError);
+}
+
+TEST_CASE("Kokkos Views of std::int64_t and bool wrap as int64 and boolean tensors and back", "[dtypes][interop]") {
+  Kokkos::View<std::int64_t*, Kokkos::HostSpace> counts("counts", 3);
+  for (int k = 0; k < 3; ++k) counts(k) = int64_max - k;
+  const Tensor t = from_view(counts);
+  CHECK(t.dtype() == int64);
+  CHECK(t.to_vector<std::int64_t>() == std::vector<std::int64_t>{int64_max, int64_max - 1, int64_max - 2});
+  const Tensor mask = tensor(std::vector<bool>{false, true}, cpu());
+  const auto v = mask.view<bool*>();
+  CHECK_FALSE(v(0));
+  CHECK(v(1));
+  CHECK_THROWS_AS(mask.view<std::int64_t*>(), DTypeError);
 }
 
 TEST_CASE("zeros, ones, full, empty and arange make int64 and boolean tensors", "[dtypes]") {
