@@ -50,8 +50,7 @@ struct Printer {
   }
 };
 
-// Floating-point elements, NumPy style: integral values as "3.", otherwise fixed notation with
-// as many decimals as the most precise element needs, or scientific for very large or small ones.
+// Floating-point elements, NumPy style: integral values as "3.", else fixed or scientific notation.
 template <class T>
 std::vector<std::string> float_text(const Tensor& t) {
   const auto raw = t.to_vector<T>();
