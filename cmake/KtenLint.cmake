@@ -6,7 +6,7 @@
 #    TeamPolicy<B>: team_policy(), fixed_team_policy() and for_each_index() build them), or launch
 #    a Kokkos kernel directly (Kokkos::parallel_for(label, n, f) would index with 32 bits on CUDA);
 #  - check the launch thread or take the scratch lock itself (run() and the policies do);
-#  - pick an element type (with_dtype) or turn a tensor's memory into a typed pointer
+#  - pick an element type (with_dtype, with_any_dtype, with_element_type) or turn a tensor's memory into a typed pointer
 #    (data_ptr<T>, static_cast<T*>(data())): launch() does, after checking the operands. Byte
 #    pointers (data_ptr<char>) for copies are fine.
 # errors: outside src/fail.hpp, no string in src/ or backends/ starts with "kten: ": a message
@@ -39,7 +39,7 @@ function(line_breaks_rule line out)
     if(line MATCHES "Kokkos::parallel_(for|reduce|scan)\\(" AND NOT line MATCHES "\\(Kokkos::(TeamThread|ThreadVector|TeamVector)Range")
       set(bad ON)
     endif()
-    if(line MATCHES "(check_launch_thread|lock_shared_scratch|with_dtype)[<(]")
+    if(line MATCHES "(check_launch_thread|lock_shared_scratch|with_dtype|with_any_dtype|with_element_type)[<(]")
       set(bad ON)
     endif()
     if((line MATCHES "data_ptr<" AND NOT line MATCHES "data_ptr<(const )?char>") OR

@@ -51,7 +51,7 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 namespace {
 
 void check_float(const char* op, DType dtype) {
-  if (dtype != DType::float32 && dtype != DType::float64)
+  if (!is_floating(dtype))
     fail<DTypeError>(op, "only float32 and float64 tensors have gradients, this one is ", dtype,
                      "; convert with .astype(kten::float32) first");
 }

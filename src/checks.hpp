@@ -28,9 +28,23 @@ inline void check_compatible(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(a, op);
   check_defined(b, op);
   check_same_device(op, a.device(), b.device());
-  if (a.dtype() != b.dtype())
+  if (a.dtype() != b.dtype())  // name a float dtype as the target when there is one: arithmetic is float-only
     fail<DTypeError>(op, "operands have different dtypes (", a.dtype(), " and ", b.dtype(),
-                     "); convert one with .astype(...)");
+                     "); kten never converts implicitly: convert one with .astype(kten::",
+                     is_floating(b.dtype()) ? b.dtype() : a.dtype(), ")");
+}
+
+/// \brief Throws DTypeError unless `t` has `dtype`; `fix` says what to do instead.
+inline void check_dtype(const char* op, const char* what, const Tensor& t, DType dtype, const char* fix) {
+  check_defined(t, op);
+  if (t.dtype() != dtype) fail<DTypeError>(op, what, " must be ", dtype, ", got ", t.dtype(), "; ", fix);
+}
+
+/// \brief Throws DTypeError when `value` has no int64 to convert to (NaN, infinite, outside
+/// [-2^63, 2^63)) and `dtype` is int64: a scalar becomes an element of the tensor's dtype.
+inline void check_scalar_fits(const char* op, double value, DType dtype) {
+  if (dtype == DType::int64 && !(value >= -0x1p63 && value < 0x1p63))
+    fail<DTypeError>(op, "the value ", value, " has no int64 (NaN, infinite or past 2^63); use a float dtype");
 }
 
 /// \brief Maps a possibly negative axis into [0, ndim) or throws ShapeError.

@@ -25,7 +25,7 @@ template <class From, class To>
 struct ConvertKernel {
   const From* x;
   To* out;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { out[i] = static_cast<To>(x[i]); }
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { out[i] = convert<To>(x[i]); }
 };
 
 template <class T>
@@ -101,7 +101,7 @@ BroadcastIndex strided_index(const char* op, const Shape& shape, const Shape& st
 void strided_copy(const char* op, const Tensor& src, const Tensor& dst) {
   check_compatible(op, src, dst);
   const BroadcastIndex index = strided_index(op, src.shape(), src.strides(), dst.strides());
-  launch_views(op, [&](const auto& backend, auto* x, auto* o) {
+  launch_views<Accepts::any>(op, [&](const auto& backend, auto* x, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
     const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(index, src.numel());
     for_each_index(op, backend, walk.indices, StridedCopyKernel<T>{x, o, index, walk.row}, src.numel());
@@ -109,9 +109,9 @@ void strided_copy(const char* op, const Tensor& src, const Tensor& dst) {
 }
 
 void fill(const Tensor& t, double value) {
-  launch_each_index("kten::fill", t.numel(), [&](auto* out) {
+  launch_each_index<Accepts::any>("kten::fill", t.numel(), [&](auto* out) {
     using T = std::remove_pointer_t<decltype(out)>;
-    return FillKernel<T>{out, static_cast<T>(value)};
+    return FillKernel<T>{out, convert<T>(value)};
   }, t);
 }
 
@@ -262,7 +262,7 @@ Tensor Tensor::astype(DType dtype) const {
     using To = std::remove_pointer_t<decltype(to)>;
     for_each_index(label, backend, numel(), ConvertKernel<From, To>{from, to});
   }, x, out);
-  if (recording(*this))
+  if (is_floating(dtype) && recording(*this))
     record(label, out, {this}, [from = dtype_](const Tensor& g, const Needs&) { return Grads{g.astype(from)}; });
   return out;
 }

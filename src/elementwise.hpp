@@ -113,33 +113,69 @@ Broadcast broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 /// \brief The gradient of relu at x: 0 where x <= 0, else grad (NaN x included, as in PyTorch).
 Tensor relu_grad(const Tensor& x, const Tensor& grad);
 
-/// \brief Sets every element of `t` to `value`.
+/// \brief Sets every element of `t` to `value`, converted as astype() converts (for int64 the
+/// caller checks that one can hold it: check_scalar_fits).
 void fill(const Tensor& t, double value);
 
+/// \brief x as a To, the conversion of astype(): to bool x != 0 (NaN -> true, as PyTorch); a float
+/// to int64 truncated toward zero and saturated, NaN -> 0 (a cast would be undefined there, and
+/// devices differ); anything else a static_cast.
+template <class To, class From>
+KOKKOS_INLINE_FUNCTION To convert(From x) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_same_v<To, std::int64_t> && std::is_floating_point_v<From>) {
+    if (x != x) return 0;
+    if (x >= From(0x1p63)) return std::int64_t(0x7fffffffffffffff);
+    if (x < From(-0x1p63)) return -std::int64_t(0x7fffffffffffffff) - 1;
+    return static_cast<std::int64_t>(x);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+/// \brief The element type of an operation's result: the operands' (SameType), or a fixed one
+/// (bool for comparisons).
+struct SameType {};
+
+/// \brief The dtype of a result of element type Result (SameType: `operand`'s).
+template <class Result>
+DType result_dtype(const Tensor& operand) {
+  if constexpr (std::is_same_v<Result, SameType>) return operand.dtype();
+  else return dtype_of<Result>();
+}
+
+/// \brief The result as a launch() operand: dispatched with the inputs (SameType) or Fixed<Result>.
+template <class Result>
+decltype(auto) result_operand(const Tensor& out) {
+  if constexpr (std::is_same_v<Result, SameType>) return (out);
+  else return Fixed<Result>{out};
+}
+
 /// \brief out[i] = op(x[i]) (out may be x).
-template <class T, class Op>
+template <class T, class Op, class Out = T>
 struct UnaryKernel {
   const T* x;
-  T* out;
+  Out* out;
   Op op;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { out[i] = op(x[i]); }
 };
 
 /// \brief out[i] = op(a[i], b[i]) for operands of one shape.
-template <class T, class Op>
+template <class T, class Op, class Out = T>
 struct BinaryKernel {
   const T* a;
   const T* b;
-  T* out;
+  Out* out;
   Op op;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { out[i] = op(a[i], b[i]); }
 };
 
 /// \brief out[i] = op(x[ix]) for a strided x (out contiguous): ix through the index's stride_a.
-template <class T, class Op>
+template <class T, class Op, class Out = T>
 struct StridedUnaryKernel {
   const T* x;
-  T* out;
+  Out* out;
   Op op;
   BroadcastIndex s;
   std::int64_t row;  // StridedWalk::row
@@ -152,7 +188,7 @@ struct StridedUnaryKernel {
     }
     s.offsets(i * row, ix, unused);
     const std::int64_t sx = s.stride_a[s.rank - 1];
-    T* o = out + i * row;
+    Out* o = out + i * row;
     if (sx == 1) {
       for (std::int64_t j = 0; j < row; ++j) o[j] = op(x[ix + j]);
     } else {
@@ -185,26 +221,29 @@ struct StridedCopyKernel {
   }
 };
 
-/// \brief A new contiguous tensor op(x) of x's shape, device and dtype; make_op(T{}) gives the
-/// functor for element type T. A strided x is read through its strides (no copy).
-template <class MakeOp>
+/// \brief A new contiguous tensor op(x) of x's shape and device, of x's dtype (or Result's);
+/// make_op(T{}) gives the functor for element type T, float or double unless `accepts` is any. A
+/// strided x is read through its strides (no copy).
+template <class Result = SameType, Accepts accepts = Accepts::floats, class MakeOp>
 Tensor elementwise_unary(const char* label, const Tensor& x, MakeOp make_op) {
   check_defined(x, label);
-  Tensor out = empty(x.shape(), x.device(), x.dtype());
+  Tensor out = empty(x.shape(), x.device(), result_dtype<Result>(x));
   if (x.is_contiguous()) {
-    launch(label, [&](const auto& backend, auto* in, auto* o) {
-      using T = std::remove_pointer_t<decltype(o)>;
-      for_each_index(label, backend, x.numel(), UnaryKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{})});
-    }, x, out);
+    launch<accepts>(label, [&](const auto& backend, auto* in, auto* o) {
+      using T = std::remove_pointer_t<decltype(in)>;
+      using Out = std::remove_pointer_t<decltype(o)>;
+      for_each_index(label, backend, x.numel(), UnaryKernel<T, decltype(make_op(T{})), Out>{in, o, make_op(T{})});
+    }, x, result_operand<Result>(out));
     return out;
   }
   const BroadcastIndex index = strided_index(label, x.shape(), x.strides(), out.strides());
-  launch_views(label, [&](const auto& backend, auto* in, auto* o) {
-    using T = std::remove_pointer_t<decltype(o)>;
+  launch_views<accepts>(label, [&](const auto& backend, auto* in, auto* o) {
+    using T = std::remove_pointer_t<decltype(in)>;
+    using Out = std::remove_pointer_t<decltype(o)>;
     const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(index, x.numel());
     for_each_index(label, backend, walk.indices,
-                   StridedUnaryKernel<T, decltype(make_op(T{}))>{in, o, make_op(T{}), index, walk.row}, x.numel());
-  }, x, out);
+                   StridedUnaryKernel<T, decltype(make_op(T{})), Out>{in, o, make_op(T{}), index, walk.row}, x.numel());
+  }, x, result_operand<Result>(out));
   return out;
 }
 
@@ -216,11 +255,11 @@ Tensor unary(const char* label, const Tensor& x) {
 
 /// \brief out[i] = op(a[ia], b[ib]): the flat output index is decomposed into coordinates and
 /// re-composed into each input's offset through its strides (0 along broadcast axes).
-template <class T, class Op>
+template <class T, class Op, class Out = T>
 struct BroadcastBinaryKernel {
   const T* a;
   const T* b;
-  T* out;
+  Out* out;
   Op op;
   BroadcastIndex s;
   std::int64_t row;  // StridedWalk::row
@@ -233,7 +272,7 @@ struct BroadcastBinaryKernel {
     }
     s.offsets(i * row, ia, ib);
     const std::int64_t sa = s.stride_a[s.rank - 1], sb = s.stride_b[s.rank - 1];
-    T* o = out + i * row;
+    Out* o = out + i * row;
     if (sa == 1 && sb == 1) {
       for (std::int64_t j = 0; j < row; ++j) o[j] = op(a[ia + j], b[ib + j]);
     } else if (sa == 1 && sb == 0) {
@@ -249,27 +288,31 @@ struct BroadcastBinaryKernel {
 };
 
 /// \brief A new contiguous tensor op(a, b) with NumPy broadcasting; both on one device with one
-/// dtype. Bandwidth-bound: equal shapes of contiguous operands take the plain indexed path; strided
+/// dtype (float32 or float64 unless `accepts` is any), the result of theirs or Result's.
+/// Bandwidth-bound: equal shapes of contiguous operands take the plain indexed path; strided
 /// operands (views) are read through their strides, no copy.
-template <class Op>
+template <class Result = SameType, Accepts accepts = Accepts::floats, class Op>
 Tensor elementwise_binary(const char* label, const Tensor& a, const Tensor& b, Op op) {
   check_compatible(label, a, b);
   Broadcast bc = broadcast_shapes(label, a.shape(), b.shape());
-  Tensor out = empty(std::move(bc.shape), a.device(), a.dtype());  // bc.shape is not read again
+  Tensor out = empty(std::move(bc.shape), a.device(), result_dtype<Result>(a));  // bc.shape is not read again
   if (bc.same_shape && a.is_contiguous() && b.is_contiguous()) {
-    launch(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
-      using T = std::remove_pointer_t<decltype(o)>;
-      for_each_index(label, backend, out.numel(), BinaryKernel<T, Op>{x, y, o, op});
-    }, a, b, out);
+    launch<accepts>(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
+      using T = std::remove_pointer_t<decltype(x)>;
+      using Out = std::remove_pointer_t<decltype(o)>;
+      for_each_index(label, backend, out.numel(), BinaryKernel<T, Op, Out>{x, y, o, op});
+    }, a, b, result_operand<Result>(out));
     return out;
   }
   const BroadcastIndex index =
       strided_index(label, out.shape(), broadcast_strides(a, out.shape()), broadcast_strides(b, out.shape()));
-  launch_views(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
-    using T = std::remove_pointer_t<decltype(o)>;
+  launch_views<accepts>(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
+    using T = std::remove_pointer_t<decltype(x)>;
+    using Out = std::remove_pointer_t<decltype(o)>;
     const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(index, out.numel());
-    for_each_index(label, backend, walk.indices, BroadcastBinaryKernel<T, Op>{x, y, o, op, index, walk.row}, out.numel());
-  }, a, b, out);
+    for_each_index(label, backend, walk.indices, BroadcastBinaryKernel<T, Op, Out>{x, y, o, op, index, walk.row},
+                   out.numel());
+  }, a, b, result_operand<Result>(out));
   return out;
 }
 

@@ -1,7 +1,10 @@
 // Creating tensors: uninitialised, filled, ranges, and from host values.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <type_traits>
 
 #include <kten/ops.hpp>
 #include <kten/tensor.hpp>
@@ -19,7 +22,10 @@ struct ArangeKernel {
   T* out;
   double start, step;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    out[i] = static_cast<T>(start + step * static_cast<double>(i));
+    if constexpr (std::is_same_v<T, std::int64_t>)  // integers (checked), exact past 2^53 too
+      out[i] = static_cast<std::int64_t>(start) + static_cast<std::int64_t>(step) * i;
+    else
+      out[i] = static_cast<T>(start + step * static_cast<double>(i));
   }
 };
 
@@ -37,7 +43,18 @@ Tensor from_values(const std::vector<T>& values, const Shape& shape, const Devic
   const auto n = detail::checked_numel(shape, "tensor()");
   if (static_cast<std::int64_t>(values.size()) != n)
     detail::fail<ShapeError>("tensor()", values.size(), " values do not fill shape ", shape, " (", n, " elements)");
-  return detail::from_host(values.data(), shape, dtype_of<T>(), device);
+  if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits: one bool per byte first
+    const std::unique_ptr<bool[]> bytes(new bool[values.size()]);
+    std::copy(values.begin(), values.end(), bytes.get());
+    return detail::from_host(bytes.get(), shape, DType::boolean, device);
+  } else {
+    return detail::from_host(values.data(), shape, dtype_of<T>(), device);
+  }
+}
+
+template <class T>
+Tensor from_values(const std::vector<T>& values, const Device& device) {
+  return from_values(values, {static_cast<std::int64_t>(values.size())}, device);
 }
 
 template <class T>
@@ -59,12 +76,12 @@ Tensor from_rows(std::initializer_list<std::initializer_list<T>> rows, const Dev
 
 Tensor tensor(const std::vector<float>& v, const Shape& s, const Device& d) { return from_values(v, s, d); }
 Tensor tensor(const std::vector<double>& v, const Shape& s, const Device& d) { return from_values(v, s, d); }
-Tensor tensor(const std::vector<float>& v, const Device& d) {
-  return from_values(v, {static_cast<std::int64_t>(v.size())}, d);
-}
-Tensor tensor(const std::vector<double>& v, const Device& d) {
-  return from_values(v, {static_cast<std::int64_t>(v.size())}, d);
-}
+Tensor tensor(const std::vector<std::int64_t>& v, const Shape& s, const Device& d) { return from_values(v, s, d); }
+Tensor tensor(const std::vector<bool>& v, const Shape& s, const Device& d) { return from_values(v, s, d); }
+Tensor tensor(const std::vector<float>& v, const Device& d) { return from_values(v, d); }
+Tensor tensor(const std::vector<double>& v, const Device& d) { return from_values(v, d); }
+Tensor tensor(const std::vector<std::int64_t>& v, const Device& d) { return from_values(v, d); }
+Tensor tensor(const std::vector<bool>& v, const Device& d) { return from_values(v, d); }
 Tensor detail::tensor_from_rows(std::initializer_list<std::initializer_list<float>> rows, const Device& d) {
   return from_rows(rows, d);
 }
@@ -76,6 +93,7 @@ Tensor zeros(const Shape& shape, const Device& device, DType dtype) { return ful
 Tensor ones(const Shape& shape, const Device& device, DType dtype) { return full(shape, 1.0, device, dtype); }
 
 Tensor full(const Shape& shape, double value, const Device& device, DType dtype) {
+  detail::check_scalar_fits("full()", value, dtype);
   Tensor out = empty(shape, device, dtype);
   detail::fill(out, value);
   return out;
@@ -111,10 +129,20 @@ std::int64_t arange_length(double start, double stop, double step) {
 }  // namespace
 
 Tensor arange(double start, double stop, double step, const Device& device, DType dtype) {
+  if (dtype == DType::boolean)
+    detail::fail<DTypeError>("arange()", "makes numbers (float32, float64 or int64), not boolean; compare the "
+                             "range instead, e.g. kten::lt(kten::arange(n), k)");
   const std::int64_t n = arange_length(start, stop, step);
-  Tensor out = empty({n}, device, dtype);
   const double stride = n > 1 ? step : 0.0;  // one element is start itself (the step may be infinite)
-  detail::launch_each_index("kten::arange", n, [&](auto* o) {
+  if (dtype == DType::int64 && n > 0) {  // integers from start to the last value, which an int64 must hold
+    if (std::trunc(start) != start || std::trunc(stride) != stride)
+      detail::fail<DTypeError>("arange()", "an int64 range needs an integer start and step, got start ", number(start),
+                               " and step ", number(step), "; make a float range and convert it with .astype(kten::int64)");
+    detail::check_scalar_fits("arange()", start, dtype);
+    detail::check_scalar_fits("arange()", start + stride * static_cast<double>(n - 1), dtype);
+  }
+  Tensor out = empty({n}, device, dtype);
+  detail::launch_each_index<detail::Accepts::any>("kten::arange", n, [&](auto* o) {
     return detail::ArangeKernel<std::remove_pointer_t<decltype(o)>>{o, start, stride};
   }, out);
   return out;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <kten/tensor.hpp>
@@ -15,25 +16,13 @@ namespace {
 constexpr std::int64_t kElideAbove = 1000;  // NumPy's threshold
 constexpr std::int64_t kEdgeItems = 3;
 
+// The layout: each element's text (already formatted), right-aligned to the widest, in nested
+// brackets; large tensors show their first and last kEdgeItems along each axis.
 struct Printer {
-  const std::vector<double>& values;
+  const std::vector<std::string>& text;
   const Shape& shape;
   bool elide;
-  bool integral;
-  bool scientific;
-  int digits;    // significant digits in scientific notation
-  int decimals;  // fractional digits in fixed notation, shared by all elements so columns align
   std::size_t width = 0;
-
-  std::string format(double v) const {
-    char buf[64];
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    if (integral) std::snprintf(buf, sizeof buf, "%.0f.", v);
-    else if (scientific) std::snprintf(buf, sizeof buf, "%.*e", digits - 1, v);
-    else std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-  }
 
   std::string pad(const std::string& s) const {
     return std::string(width > s.size() ? width - s.size() : 0, ' ') + s;
@@ -50,7 +39,7 @@ struct Printer {
         i = n - kEdgeItems;
       }
       if (dim + 1 == static_cast<int>(shape.size())) {
-        os << pad(format(values[offset + i]));
+        os << pad(text[offset + i]);
         if (i + 1 < n) os << ' ';
       } else {
         print(os, dim + 1, offset + i * inner, inner, indent + 1);
@@ -61,19 +50,11 @@ struct Printer {
   }
 };
 
+// Floating-point elements, NumPy style: integral values as "3.", else fixed or scientific notation.
 template <class T>
-std::vector<double> host_values(const Tensor& t) {
-  auto v = t.to_vector<T>();
-  return std::vector<double>(v.begin(), v.end());
-}
-
-}  // namespace
-
-std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-  if (!t.defined()) return os << "<Tensor undefined>";
-  const std::vector<double> values =
-      t.dtype() == DType::float32 ? host_values<float>(t) : host_values<double>(t);
-  const Shape& shape = t.shape();
+std::vector<std::string> float_text(const Tensor& t) {
+  const auto raw = t.to_vector<T>();
+  const std::vector<double> values(raw.begin(), raw.end());
   bool integral = true;
   double largest = 0, smallest = HUGE_VAL;
   for (double v : values) {
@@ -85,21 +66,61 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   const bool scientific = !integral && (largest >= 1e8 || smallest < 1e-4);
   // Fixed notation: as many decimals as the most precise element needs, within the dtype's
   // significant digits (NumPy's "maxprec" mode), so no float32 noise digits are shown.
-  const int significant = t.dtype() == DType::float32 ? 7 : 15;
+  const int significant = std::is_same_v<T, float> ? 7 : 15;
   const int whole_digits = largest >= 1 ? static_cast<int>(std::floor(std::log10(largest))) + 1 : 0;
   const int max_decimals = std::clamp(significant - whole_digits, 1, 8);
   int decimals = 0;
+  char buf[64];
   for (double v : values) {
     if (!std::isfinite(v)) continue;
-    char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", max_decimals, v);
     std::string text = buf;
     const auto last = text.find_last_not_of('0');
     decimals = std::max(decimals, static_cast<int>(last - text.find('.')));
   }
-  Printer p{values, shape, t.numel() > kElideAbove, integral, scientific, significant, std::max(decimals, 1)};
-  for (double v : values) p.width = std::max(p.width, p.format(v).size());
-  if (shape.empty()) os << p.format(values[0]);
+  decimals = std::max(decimals, 1);
+  std::vector<std::string> text;
+  text.reserve(values.size());
+  for (double v : values) {
+    if (std::isnan(v)) text.emplace_back("nan");
+    else if (std::isinf(v)) text.emplace_back(v > 0 ? "inf" : "-inf");
+    else {
+      if (integral) std::snprintf(buf, sizeof buf, "%.0f.", v);
+      else if (scientific) std::snprintf(buf, sizeof buf, "%.*e", significant - 1, v);
+      else std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+      text.emplace_back(buf);
+    }
+  }
+  return text;
+}
+
+// int64 elements as integers, booleans as true / false.
+std::vector<std::string> element_text(const Tensor& t) {
+  switch (t.dtype()) {
+    case DType::float32: return float_text<float>(t);
+    case DType::float64: return float_text<double>(t);
+    case DType::int64: {
+      std::vector<std::string> text;
+      for (std::int64_t v : t.to_vector<std::int64_t>()) text.push_back(std::to_string(v));
+      return text;
+    }
+    default: {
+      std::vector<std::string> text;
+      for (bool v : t.to_vector<bool>()) text.emplace_back(v ? "true" : "false");
+      return text;
+    }
+  }
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "<Tensor undefined>";
+  const std::vector<std::string> text = element_text(t);
+  const Shape& shape = t.shape();
+  Printer p{text, shape, t.numel() > kElideAbove};
+  for (const auto& s : text) p.width = std::max(p.width, s.size());
+  if (shape.empty()) os << text[0];
   else if (t.numel() == 0) os << std::string(shape.size(), '[') << std::string(shape.size(), ']');
   else p.print(os, 0, 0, t.numel(), 0);
   return os << "\n<Tensor " << shape_str(shape) << ' ' << dtype_name(t.dtype()) << " @" << t.device() << '>';

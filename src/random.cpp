@@ -53,8 +53,11 @@ struct RandomKernel {
 
 Tensor random_tensor(const Shape& shape, const Device& device, std::uint64_t seed, DType dtype, bool normal,
                      double a, double b) {
-  Tensor out = empty(shape, device, dtype);
   const char* label = normal ? "kten::randn" : "kten::rand";
+  if (!is_floating(dtype))
+    fail<DTypeError>(label, "random tensors are float32 or float64, not ", dtype,
+                     "; draw floats and convert them, e.g. rand(...).astype(kten::", dtype, ")");
+  Tensor out = empty(shape, device, dtype);
   const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
   launch(label, [&](const auto& backend, auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;

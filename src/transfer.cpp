@@ -75,8 +75,7 @@ void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) 
   check_defined(t, what);
   if (t.dtype() != expected)
     fail<DTypeError>("", what, " asked for ", expected, " values from a ", t.dtype(),
-                     " tensor; use the matching type (", t.dtype() == DType::float32 ? "float" : "double",
-                     ") or .astype(...) first");
+                     " tensor; use the matching type (", element_type_name(t.dtype()), ") or .astype(...) first");
   const Tensor c = t.contiguous();  // a view is gathered on its device first (counted)
   note_host_sync(t.device(), what, /*implicit=*/true);
   Storage host{dst, t.nbytes(), cpu(), nullptr};

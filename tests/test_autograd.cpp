@@ -239,6 +239,24 @@ TEST_CASE("every differentiable operation's gradient matches finite differences 
   check_gradients("stack", [](const V& x) { return stack({x[0], x[1]}, 1); }, {A, B});
   check_gradients("astype", [](const V& x) { return x[0].astype(float32).astype(float64); }, {A}, 1e-3, 1e-4);
   check_gradients("copyto", [](const V& x) { return x[0].copyto(x[0].device()) * x[0]; }, {A});
+  check_gradients("where (broadcast)", [](const V& x) { return where(gt(x[0], 0.0), x[0], x[1]); }, {A, row});
+  check_gradients("index_select (repeated indices)", [](const V& x) {
+    return index_select(x[0], 1, tensor(std::vector<std::int64_t>{3, 0, 3, 1}, x[0].device()));
+  }, {A});
+  check_gradients("gather", [](const V& x) {
+    return gather(x[0], 0, tensor(std::vector<std::int64_t>{2, 0, 2, 1, 1, 1}, {2, 3}, x[0].device()));
+  }, {A});
+}
+
+TEST_CASE("int64 and boolean tensors have no gradient", "[autograd][dtypes]") {
+  const Device d = test::device();
+  auto labels = tensor(std::vector<std::int64_t>{0, 2, 1}, d);
+  CHECK_THROWS_AS(labels.requires_grad_(), DTypeError);
+  auto w = rand({3}, d, 1).requires_grad_();
+  CHECK_FALSE(gt(w, 0.5).requires_grad());     // comparisons are not differentiable
+  CHECK_FALSE(argmax(w, 0).requires_grad());   // nor is argmax
+  CHECK_FALSE(w.astype(int64).requires_grad());
+  CHECK(w.astype(float64).requires_grad());
 }
 
 TEST_CASE("backward across devices returns the gradient to the leaf's device", "[autograd][multidevice]") {

@@ -55,6 +55,13 @@ TEST_CASE("every kernel, allocation and region kten produces is labelled kten::"
     (void)norm(z.transpose(), 0).to_vector<float>();
     (void)mean(fma(x, x, x)).item<float>();
     (void)arange(0, 10, 1, d, float64).astype(float32).to(cpu()).to_vector<float>();
+    // int64 and boolean: comparisons, where, argmax, index_select (with its bounds check), gather.
+    const Tensor labels = argmax(x, 1), mask = gt(x, 0.5);
+    (void)where(mask, x, 0.0).to_vector<float>();
+    (void)index_select(x, 0, labels).sum().item<float>();
+    (void)gather(x, 1, labels.unsqueeze(1)).to_vector<float>();
+    (void)argmax(x).item<std::int64_t>();
+    (void)eq(labels, labels).to_vector<bool>();
     data::SyntheticRegression data({2.f, -3.4f}, 4.2f, 0.01f, 64, 32, 0);
     nn::Sequential model;
     model.add(nn::Linear(4));

@@ -31,8 +31,15 @@ class ShapeError : public Error {
   using Error::Error;
 };
 
-/// \brief A dtype that does not fit the operation (mixed float32/float64, wrong item<T>, ...).
+/// \brief A dtype that does not fit the operation (mixed dtypes, arithmetic on int64 or boolean,
+/// wrong item<T>, ...).
 class DTypeError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// \brief An index out of range in the values of an index tensor (index_select, gather).
+class IndexError : public Error {
  public:
   using Error::Error;
 };

@@ -95,7 +95,7 @@ auto Tensor::view() const {
 /// Any layout: LayoutRight, LayoutLeft (the default of CUDA Views) and LayoutStride (a subview,
 /// e.g. one component of a multi-component field) all wrap as they are: the tensor's shape is the
 /// View's extents and its strides are the View's strides. The tensor keeps a copy of the View (and
-/// so the allocation) alive. The View must hold float or double, have rank <= 4, and live in
+/// so the allocation) alive. The View must hold float, double, std::int64_t or bool, have rank <= 4, and live in
 /// exactly the memory space of `device` (HostSpace for cpu(), the GPU backend's device memory space,
 /// e.g. CudaSpace, for a GPU); otherwise kten::Error explains what does not fit.
 template <class ViewType>

@@ -6,7 +6,8 @@
 /// one seed gives bit-identical rand() on every device. randn() goes through log and cos
 /// (Box-Muller, evaluated in double and rounded): float32 results match across devices unless a
 /// device's log/cos differ from the host's right at a rounding boundary; float64 results may
-/// differ in the last bit.
+/// differ in the last bit. Random tensors are float32 or float64 (another dtype throws DTypeError:
+/// convert with astype()).
 
 #include <cstdint>
 

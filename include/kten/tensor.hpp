@@ -9,6 +9,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <kten/device.hpp>
@@ -34,7 +35,8 @@ void read_to_host(const Tensor& t, void* dst, DType expected, const char* what);
 void read_item(const Tensor& t, void* dst, DType expected);
 }  // namespace detail
 
-/// \brief An array of float32 or float64 living on one Device: storage + offset + shape + strides.
+/// \brief An array of float32, float64, int64 or boolean elements living on one Device: storage +
+/// offset + shape + strides.
 ///
 /// Copying a Tensor is cheap and shares storage (like torch::Tensor). View operations (transpose,
 /// permute, narrow, select, unsqueeze, squeeze, expand, reshape when the strides allow it) share
@@ -103,6 +105,9 @@ class Tensor {
   /// \brief Alias of to() (MXNet's name).
   Tensor as_in_context(const Device& device) const { return to(device); }
   /// \brief A converted copy with another dtype, on the same device (this tensor if already `dtype`).
+  /// Between any two dtypes: float -> int64 truncates toward zero and saturates (NaN -> 0, values
+  /// past the int64 range -> its ends), float or int64 -> boolean is x != 0 (NaN -> true, as
+  /// PyTorch), boolean -> numbers gives 0 and 1.
   Tensor astype(DType dtype) const;
   /// \brief Copies `src` (same shape and dtype, any device) into this tensor's elements, in place:
   /// an explicit, counted transfer when the devices differ. Writing into a view (narrow, select,
@@ -117,14 +122,23 @@ class Tensor {
   /// \brief True when both tensors view the same allocation.
   bool shares_storage_with(const Tensor& other) const;
 
-  /// \brief Copies the elements to a host vector; synchronises with the device. T must match dtype().
+  /// \brief Copies the elements to a host vector; synchronises with the device. T must match
+  /// dtype(): float, double, std::int64_t or bool (a std::vector<bool>, unpacked from one byte per
+  /// element).
   template <class T>
   std::vector<T> to_vector() const {
-    std::vector<T> out(static_cast<std::size_t>(numel()));
-    detail::read_to_host(*this, out.data(), dtype_of<T>(), "to_vector()");
-    return out;
+    if constexpr (std::is_same_v<T, bool>) {
+      const std::unique_ptr<bool[]> bytes(new bool[static_cast<std::size_t>(numel())]);
+      detail::read_to_host(*this, bytes.get(), DType::boolean, "to_vector()");
+      return std::vector<bool>(bytes.get(), bytes.get() + numel());
+    } else {
+      std::vector<T> out(static_cast<std::size_t>(numel()));
+      detail::read_to_host(*this, out.data(), dtype_of<T>(), "to_vector()");
+      return out;
+    }
   }
-  /// \brief The value of a one-element tensor; synchronises with the device. T must match dtype().
+  /// \brief The value of a one-element tensor; synchronises with the device. T must match dtype()
+  /// (float, double, std::int64_t or bool).
   template <class T>
   T item() const {
     T value{};
@@ -250,7 +264,9 @@ bool is_grad_enabled();
 /// `<Tensor 2x3 float32 @gpu(0)>`. Synchronises with the device and copies to the host.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
-/// \brief An uninitialised tensor on `device`.
+/// \brief An uninitialised tensor on `device`. Every factory below takes every dtype, except
+/// arange (not boolean); a `value` is converted to the dtype as astype() does, and one that an
+/// int64 cannot hold (NaN, infinite, past 2^63) throws DTypeError.
 Tensor empty(Shape shape, const Device& device = cpu(), DType dtype = DType::float32);
 /// \brief A tensor of zeros on `device`.
 Tensor zeros(const Shape& shape, const Device& device = cpu(), DType dtype = DType::float32);
@@ -280,6 +296,14 @@ Tensor tensor(const std::vector<double>& values, const Shape& shape, const Devic
 Tensor tensor(const std::vector<float>& values, const Device& device = cpu());
 /// \brief A 1-D float64 tensor from host values.
 Tensor tensor(const std::vector<double>& values, const Device& device = cpu());
+/// \brief An int64 tensor of the given shape from host values (row-major), placed on `device`.
+Tensor tensor(const std::vector<std::int64_t>& values, const Shape& shape, const Device& device = cpu());
+/// \brief A 1-D int64 tensor from host values: tensor(std::vector<std::int64_t>{0, 2, 1}, d).
+Tensor tensor(const std::vector<std::int64_t>& values, const Device& device = cpu());
+/// \brief A boolean tensor of the given shape from host values (row-major), placed on `device`.
+Tensor tensor(const std::vector<bool>& values, const Shape& shape, const Device& device = cpu());
+/// \brief A 1-D boolean tensor from host values.
+Tensor tensor(const std::vector<bool>& values, const Device& device = cpu());
 
 namespace detail {
 template <class T>

@@ -98,43 +98,92 @@ class Region {
   Region& operator=(const Region&) = delete;
 };
 
+/// \brief An operand whose element type is fixed by the operation rather than dispatched: a
+/// boolean condition or result, int64 indices or an argmax result. launch() hands the kernel a U*
+/// for it, after checking that the tensor's dtype is dtype_of<U>().
+template <class U>
+struct Fixed {
+  const Tensor& tensor;
+};
+
+/// \brief Whether an operand is Fixed, and its element type.
+template <class Operand>
+struct FixedTraits {
+  static constexpr bool fixed = false;
+};
+template <class U>
+struct FixedTraits<Fixed<U>> {
+  static constexpr bool fixed = true;
+  using type = U;
+};
+
+/// \brief The tensor of an operand (a Tensor, or a Fixed one).
+inline const Tensor& operand_tensor(const Tensor& t) { return t; }
+template <class U>
+const Tensor& operand_tensor(const Fixed<U>& f) { return f.tensor; }
+
+/// \brief The typed pointer of an operand: T* for a dispatched one, U* for a Fixed<U>.
+template <class T>
+T* operand_data(const Tensor& t) { return data_ptr<T>(t); }
+template <class T, class U>
+U* operand_data(const Fixed<U>& f) { return data_ptr<U>(f.tensor); }
+
+/// \brief Checks an operand against the lead one: one device, and the lead's dtype or, for a
+/// Fixed<U>, dtype_of<U>().
+inline void check_operand(const char* op, const Tensor& lead, const Tensor& t) { check_compatible(op, lead, t); }
+template <class U>
+void check_operand(const char* op, const Tensor& lead, const Fixed<U>& f) {
+  check_defined(f.tensor, op);
+  check_same_device(op, lead.device(), f.tensor.device());
+  if (f.tensor.dtype() != dtype_of<U>())
+    fail<DTypeError>(op, "an operand is ", f.tensor.dtype(), " where ", dtype_of<U>(), " is needed");
+}
+
 /// \brief launch() for kernels that index their operands through strides (views allowed): the
-/// pointers are the operands' first elements, the kernel must use each operand's strides.
-template <class Kernel, class... Tensors>
-void launch_views(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&... rest) {
-  (check_compatible(op, first, rest), ...);
-  check_defined(first, op);
+/// pointers are the operands' first elements, the kernel must use each operand's strides. The
+/// element type T follows the first operand's dtype (float32 or float64 unless the kernel
+/// `accepts` any), or is U when the first is a Fixed<U>; every operand is a T*, except Fixed<U>
+/// ones (U*).
+template <Accepts accepts = Accepts::floats, class Kernel, class First, class... Operands>
+void launch_views(const char* op, Kernel&& kernel, const First& first, const Operands&... rest) {
+  const Tensor& lead = operand_tensor(first);
+  check_defined(lead, op);
+  check_operand(op, lead, first);
+  (check_operand(op, lead, rest), ...);
   Region region(op);
   const auto operands = std::forward_as_tuple(first, rest...);  // nvcc cannot capture a pack
-  with_backend(first.device(), [&](auto backend) {
-    with_dtype(first.dtype(), [&](auto zero) {
+  with_backend(lead.device(), [&](auto backend) {
+    const auto call = [&](auto zero) {
       using T = decltype(zero);
-      std::apply([&](const auto&... t) { kernel(backend, data_ptr<T>(t)...); }, operands);
-    });
+      std::apply([&](const auto&... t) { kernel(backend, operand_data<T>(t)...); }, operands);
+    };
+    if constexpr (FixedTraits<First>::fixed) call(typename FixedTraits<First>::type{});
+    else with_element_type<accepts>(op, lead.dtype(), call);
   });
 }
 
 /// \brief The one way to run a kernel over contiguous tensors: checks that every operand is
 /// defined, contiguous (a strided view throws kten::Error, never reads the wrong elements) and that
-/// all live on one device with one dtype, then calls kernel(backend, T* first, T* rest...).
-template <class Kernel, class... Tensors>
-void launch(const char* op, Kernel&& kernel, const Tensor& first, const Tensors&... rest) {
-  check_contiguous(op, first);  // an undefined tensor counts as contiguous: launch_views says it is undefined
-  (check_contiguous(op, rest), ...);
-  launch_views(op, std::forward<Kernel>(kernel), first, rest...);
+/// all live on one device with one dtype (Fixed operands: their own), then calls
+/// kernel(backend, T* first, T* rest...) as launch_views() does.
+template <Accepts accepts = Accepts::floats, class Kernel, class First, class... Operands>
+void launch(const char* op, Kernel&& kernel, const First& first, const Operands&... rest) {
+  check_contiguous(op, operand_tensor(first));  // an undefined tensor counts as contiguous: launch_views says it is undefined
+  (check_contiguous(op, operand_tensor(rest)), ...);
+  launch_views<accepts>(op, std::forward<Kernel>(kernel), first, rest...);
 }
 
 /// \brief launch() of the common kind: one functor over n indices, made by make_kernel(T* first,
 /// T* rest...) from the operands' typed pointers.
-template <class MakeKernel, class... Tensors>
-void launch_each_index(const char* op, std::int64_t n, MakeKernel&& make_kernel, const Tensor& first,
-                       const Tensors&... rest) {
-  launch(op, [&](const auto& backend, auto*... data) { for_each_index(op, backend, n, make_kernel(data...)); },
-         first, rest...);
+template <Accepts accepts = Accepts::floats, class MakeKernel, class First, class... Operands>
+void launch_each_index(const char* op, std::int64_t n, MakeKernel&& make_kernel, const First& first,
+                       const Operands&... rest) {
+  launch<accepts>(op, [&](const auto& backend, auto*... data) { for_each_index(op, backend, n, make_kernel(data...)); },
+                  first, rest...);
 }
 
-/// \brief launch() for a kernel from one dtype to another (a conversion): checks both tensors are
-/// defined and on one device, then calls kernel(backend, From* from, To* to).
+/// \brief launch() for a kernel from one dtype to another (a conversion, between any two dtypes):
+/// checks both tensors are defined and on one device, then calls kernel(backend, From* from, To* to).
 template <class Kernel>
 void launch_conversion(const char* op, Kernel&& kernel, const Tensor& from, const Tensor& to) {
   check_defined(from, op);
@@ -144,8 +193,8 @@ void launch_conversion(const char* op, Kernel&& kernel, const Tensor& from, cons
   check_contiguous(op, to);
   Region region(op);
   with_backend(from.device(), [&](auto backend) {
-    with_dtype(from.dtype(), [&](auto from_zero) {
-      with_dtype(to.dtype(), [&](auto to_zero) {
+    with_any_dtype(from.dtype(), [&](auto from_zero) {
+      with_any_dtype(to.dtype(), [&](auto to_zero) {
         kernel(backend, data_ptr<decltype(from_zero)>(from), data_ptr<decltype(to_zero)>(to));
       });
     });

@@ -250,6 +250,10 @@ Fingerprint fingerprint(Collective op, const Tensor* t, std::string problem) {
   if (t && problem.empty() && !t->is_contiguous())
     problem = "the tensor is a strided view (shape " + shape_str(t->shape()) + ", strides " + shape_str(t->strides()) +
               "); collectives need contiguous memory: pass a contiguous tensor (t.contiguous() is a copy)";
+  // MPI reduces numbers: the collectives take the float dtypes only (refused on every rank).
+  if (t && problem.empty() && !is_floating(t->dtype()))
+    problem = std::string("collectives take float32 or float64 tensors, this one is ") + dtype_name(t->dtype()) +
+              "; convert it first, e.g. t.astype(kten::float32), and back after";
   if (!problem.empty()) {
     std::strncpy(f.problem, problem.c_str(), sizeof f.problem - 1);
     return f;

@@ -26,7 +26,7 @@ Tensor Module::operator()(const Tensor& input) {
   // Recorded: for backward(grad_output) to return d/d(input), an input without history becomes a
   // leaf whose gradient only Module::backward computes (loss.backward() skips it).
   Tensor in = input;
-  if (!in.requires_grad() && (in.dtype() == DType::float32 || in.dtype() == DType::float64)) {
+  if (!in.requires_grad() && is_floating(in.dtype())) {
     in.requires_grad_();
     detail::AutogradAccess::meta(in)->module_input = true;
   }
@@ -57,10 +57,11 @@ Tensor Module::backward(const Tensor& grad_output) {
 void Parameter::track() {
   if (!value.defined()) return;
   value = value.detach();
-  value.requires_grad_();
   if (!grad.defined() || grad.shape() != value.shape() || grad.device() != value.device() ||
       grad.dtype() != value.dtype())
     grad = zeros(value.shape(), value.device(), value.dtype());
+  if (!is_floating(value.dtype())) return;  // an int64 or boolean state (a step count, a mask) has no gradient
+  value.requires_grad_();
   value.set_grad(grad);
 }
 

@@ -1,8 +1,11 @@
 // Module::save and Module::load: a device-independent, versioned, little-endian file.
 //
 //   "KTENPRM\n"  u32 version (1)  u32 count
-//   count x { u32 name length, name, u8 dtype (0 float32, 1 float64), u8 ndim, u64 extents[ndim],
-//             u64 byte count, little-endian element bytes }
+//   count x { u32 name length, name, u8 dtype (0 float32, 1 float64, 2 int64, 3 boolean), u8 ndim,
+//             u64 extents[ndim], u64 byte count, little-endian element bytes (a boolean: one byte, 0 or 1) }
+//
+// Codes 2 and 3 came later within version 1: every file an older kten wrote still loads, and an
+// older kten refuses a file holding int64 or boolean parameters (an unknown dtype code).
 //   u64 FNV-1a checksum of every byte before it
 #include <algorithm>
 #include <atomic>
@@ -29,6 +32,13 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'T', 'E', 'N', 'P', 'R', 'M', '\n'};
 constexpr std::uint32_t kVersion = 1;
+// The file's dtype codes, by code: written and read through this table only.
+constexpr DType kDTypeCodes[] = {DType::float32, DType::float64, DType::int64, DType::boolean};
+constexpr std::uint64_t kDTypeCount = sizeof kDTypeCodes / sizeof kDTypeCodes[0];
+
+std::uint64_t dtype_code(DType dtype) {
+  return static_cast<std::uint64_t>(std::find(kDTypeCodes, kDTypeCodes + kDTypeCount, dtype) - kDTypeCodes);
+}
 
 // Throws FormatError, its message kten: load('<path>'): <parts...>: the file cannot be loaded.
 template <class... Parts>
@@ -143,9 +153,10 @@ std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::st
     s.name.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + name_length);
     r.pos += name_length;
     const auto code = r.u(1, "a dtype");
-    if (code > 1)
-      bad_file(path, "parameter '", s.name, "' has unknown dtype code ", code, " (the file is corrupted)");
-    s.dtype = code == 0 ? DType::float32 : DType::float64;
+    if (code >= kDTypeCount)
+      bad_file(path, "parameter '", s.name, "' has unknown dtype code ", code,
+               " (the file is corrupted, or written by a newer kten)");
+    s.dtype = kDTypeCodes[code];
     const auto ndim = r.u(1, "a rank");
     // The byte count the shape needs, checked: a product that wraps could match a small claim.
     std::optional<std::uint64_t> expect = dtype_size(s.dtype);
@@ -165,6 +176,8 @@ std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::st
                " (the file is corrupted)");
     r.need(nbytes, "parameter data");
     s.data.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + nbytes);
+    if (s.dtype == DType::boolean && std::any_of(s.data.begin(), s.data.end(), [](unsigned char b) { return b > 1; }))
+      bad_file(path, "parameter '", s.name, "' is boolean but holds a byte other than 0 or 1 (the file is corrupted)");
     if (!host_is_little_endian())
       for (std::size_t e = 0; e < s.data.size(); e += dtype_size(s.dtype))
         std::reverse(s.data.begin() + e, s.data.begin() + e + dtype_size(s.dtype));
@@ -209,12 +222,13 @@ void Module::save(const std::string& path) {
     const Tensor& t = slot->value;
     w.u(name.size(), 4);
     w.bytes.insert(w.bytes.end(), name.begin(), name.end());
-    w.u(t.dtype() == DType::float32 ? 0 : 1, 1);
+    w.u(dtype_code(t.dtype()), 1);
     w.u(static_cast<std::uint64_t>(t.ndim()), 1);
     for (auto e : t.shape()) w.u(static_cast<std::uint64_t>(e), 8);
     w.u(t.nbytes(), 8);
-    if (t.dtype() == DType::float32) w.elements(t.to_vector<float>().data(), t.numel(), 4);
-    else w.elements(t.to_vector<double>().data(), t.numel(), 8);
+    std::vector<unsigned char> host(t.nbytes());  // the elements' bytes, whatever their type
+    detail::read_to_host(t, host.data(), t.dtype(), "save()");
+    w.elements(host.data(), static_cast<std::size_t>(t.numel()), dtype_size(t.dtype()));
   }
   w.u(fnv1a(w.bytes.data(), w.bytes.size()), 8);
 

@@ -259,6 +259,15 @@ TEST_CASE("ranks that disagree get a CollectiveMismatch naming ranks and shapes,
     });
     CHECK_THAT(m, ContainsSubstring("rank 0: barrier"));
   }
+  SECTION("int64 and boolean tensors, refused on every rank") {
+    const Tensor labels = zeros({4}, d, int64), mask = zeros({4}, d, boolean);
+    CHECK_THAT(mismatch_message([&] { w->all_reduce(labels); }),
+               ContainsSubstring("collectives take float32 or float64 tensors, this one is int64"));
+    CHECK_THAT(mismatch_message([&] { w->broadcast(mask); }), ContainsSubstring("astype(kten::float32)"));
+    CHECK_THAT(mismatch_message([&] { w->all_gather(labels); }), ContainsSubstring("this one is int64"));
+    CHECK_THAT(mismatch_message([&] { w->reduce_scatter(zeros({w->size(), 2}, d, boolean)); }),
+               ContainsSubstring("this one is boolean"));
+  }
   SECTION("invalid arguments on one rank") {
     const Tensor t = rank == 1 ? Tensor() : zeros({4}, d);
     const std::string m = mismatch_message([&] { w->all_reduce(t); });

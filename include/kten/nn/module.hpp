@@ -20,7 +20,8 @@ struct Parameter {
   DType dtype = DType::float32;  ///< \brief the dtype value has or will have
 
   /// \brief Makes `value` a leaf that requires grad with `grad` as its gradient (zeros of value's
-  /// shape when grad is undefined or does not fit): call after assigning either.
+  /// shape when grad is undefined or does not fit): call after assigning either. An int64 or
+  /// boolean value does not require grad.
   void track();
 };
 
