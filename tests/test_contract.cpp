@@ -108,3 +108,32 @@ TEST_CASE("the views contract (issue 17) compiles and behaves", "[contract][view
     CHECK(F.data() == left.data());
   }
 }
+
+TEST_CASE("the dtypes and autograd contract (issue 17) compiles and behaves", "[contract][autograd]") {
+  const kten::Device d = kten::test::device();
+  auto X = kten::rand({4, 3}, d, 1);
+  // dtypes: int64 (indices, class labels) and boolean (masks) join float32 and float64.
+  auto labels = kten::tensor(std::vector<std::int64_t>{0, 2, 1, 1}, d);  // DType::int64
+  CHECK(labels.dtype() == kten::DType::int64);
+  CHECK(labels.to_vector<std::int64_t>() == std::vector<std::int64_t>{0, 2, 1, 1});
+  CHECK(kten::argmax(X, 1).dtype() == kten::DType::int64);  // int64 reads and results
+  auto mask = kten::gt(X, 0.5);  // DType::boolean
+  CHECK(mask.dtype() == kten::DType::boolean);
+  auto kept = kten::where(mask, X, kten::zeros({4, 3}, d));
+  const auto x = X.to_vector<float>(), k = kept.to_vector<float>();
+  for (std::size_t i = 0; i < x.size(); ++i) CHECK(k[i] == (x[i] > 0.5f ? x[i] : 0.f));
+
+  // Autograd: reverse mode over a dynamic tape, as in PyTorch.
+  auto w = kten::randn({3, 1}, d, 7).requires_grad_();  // requires_grad_(bool = true)
+  auto loss = kten::mean(kten::pow(kten::matmul(X, w) - 1.0, 2.0));
+  loss.backward();  // 0-d: implicit gradient 1; t.backward(gradient) otherwise
+  CHECK(w.grad().shape() == kten::Shape{3, 1});  // d(loss)/dw, same shape, on d
+  CHECK(w.grad().device() == d);
+  CHECK(w.requires_grad());
+  CHECK_FALSE(w.detach().requires_grad());  // detach(): same storage, no history
+  {
+    kten::NoGradGuard no_grad;  // records nothing and keeps no activations (inference)
+    auto y = kten::matmul(X, w);
+    CHECK_FALSE(y.requires_grad());
+  }
+}
