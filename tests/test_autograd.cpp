@@ -1,0 +1,251 @@
+// Autograd: what is recorded and when, gradient accumulation, broadcasting undone, views reaching
+// their base, NoGradGuard, detach, the errors, Module::backward on the tape, and a float64
+// finite-difference check of every differentiable operation's gradient. On cpu() and the emulated
+// GPU (test::device()). The PyTorch differential harness (label torch) checks values against PyTorch.
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "support.hpp"
+
+using namespace kten;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+using Op = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// d(sum(op(inputs) * weights))/d(input) by autograd and by central differences in float64.
+void check_gradients(const std::string& name, const Op& op, std::vector<Tensor> inputs, double h = 1e-6,
+                     double tol = 1e-6) {
+  INFO(name);
+  const Device d = test::device();
+  for (auto& t : inputs) t = t.astype(float64).to(d).detach().requires_grad_();
+  const Tensor out = op(inputs);
+  const Tensor weights = randn(out.shape(), d, 99, float64);
+  sum(out * weights).backward();
+  auto loss_at = [&](const std::vector<Tensor>& xs) {
+    NoGradGuard no_grad;
+    return sum(op(xs) * weights).item<double>();
+  };
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    INFO("input " << i);
+    REQUIRE(inputs[i].grad().defined());
+    REQUIRE(inputs[i].grad().shape() == inputs[i].shape());
+    const auto analytic = inputs[i].grad().to_vector<double>();
+    auto values = inputs[i].to_vector<double>();
+    std::vector<double> numeric(values.size());
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      std::vector<Tensor> xs = inputs;
+      const double keep = values[k];
+      values[k] = keep + h;
+      xs[i] = tensor(values, inputs[i].shape(), d);
+      const double up = loss_at(xs);
+      values[k] = keep - h;
+      xs[i] = tensor(values, inputs[i].shape(), d);
+      const double down = loss_at(xs);
+      values[k] = keep;
+      numeric[k] = (up - down) / (2 * h);
+    }
+    test::require_allclose(analytic, numeric, tol, tol);
+  }
+}
+
+Tensor positive(const Shape& shape, std::uint64_t seed) { return rand(shape, cpu(), seed, float64) + 0.5; }
+// Values away from 0, where abs and relu have kinks (finite differences straddling one are wrong).
+Tensor away_from_zero(const Shape& shape, std::uint64_t seed) {
+  const Tensor u = rand(shape, cpu(), seed, float64);
+  return (u - 0.5) * 4.0 + (u - 0.5) / abs(u - 0.5) * 0.1;
+}
+
+}  // namespace
+
+TEST_CASE("the design's autograd walk-through: requires_grad_, backward, grad, detach, NoGradGuard", "[autograd]") {
+  const Device d = test::device();
+  auto X = rand({4, 3}, d, 1, float64);
+  auto w = randn({3, 1}, d, 7, float64).requires_grad_();
+  CHECK(w.requires_grad());
+  CHECK(w.is_leaf());
+  CHECK_FALSE(w.grad().defined());  // undefined before any backward
+  const Tensor r = matmul(X, w) - 1.0;
+  auto loss = mean(r * r);
+  CHECK(loss.requires_grad());
+  CHECK_FALSE(loss.is_leaf());
+  CHECK(std::string(loss.grad_fn()) == "kten::mean");
+  loss.backward();
+  // d/dw mean((Xw - 1)^2) = 2/n X^T (Xw - 1)
+  const Tensor want = matmul(X.transpose(), r.detach()) * (2.0 / 4.0);
+  REQUIRE(w.grad().defined());
+  CHECK(w.grad().device() == d);
+  CHECK(w.grad().shape() == Shape{3, 1});
+  test::require_allclose<double>(w.grad(), want.to_vector<double>());
+
+  const Tensor plain = w.detach();
+  CHECK_FALSE(plain.requires_grad());
+  CHECK(plain.shares_storage_with(w));
+  {
+    NoGradGuard no_grad;
+    CHECK_FALSE(is_grad_enabled());
+    const Tensor y = matmul(X, w);
+    CHECK_FALSE(y.requires_grad());  // nothing recorded
+    CHECK(y.grad_fn() == nullptr);
+    {
+      NoGradGuard nested;
+    }
+    CHECK_FALSE(is_grad_enabled());  // nesting restores the outer state
+  }
+  CHECK(is_grad_enabled());
+}
+
+TEST_CASE("nothing is recorded when no input requires grad", "[autograd]") {
+  const Device d = test::device();
+  const Tensor a = rand({8}, d, 1), b = rand({8}, d, 2);
+  const Tensor c = exp(a + b) * 2.0;
+  CHECK_FALSE(c.requires_grad());
+  CHECK(c.grad_fn() == nullptr);
+  CHECK(c.is_leaf());
+}
+
+TEST_CASE("gradients accumulate until reset, and broadcasting is undone", "[autograd]") {
+  const Device d = test::device();
+  auto a = ones({3, 1}, d, float64).requires_grad_();
+  auto b = full({4}, 2.0, d, float64).requires_grad_();
+  sum(a * b).backward();  // (3, 4) result
+  CHECK(a.grad().shape() == Shape{3, 1});
+  CHECK(b.grad().shape() == Shape{4});
+  CHECK(a.grad().to_vector<double>() == std::vector<double>{8, 8, 8});  // sum over b's 4 values of 2
+  CHECK(b.grad().to_vector<double>() == std::vector<double>{3, 3, 3, 3});
+  sum(a * b).backward();  // a second graph: accumulates
+  CHECK(a.grad().to_vector<double>() == std::vector<double>{16, 16, 16});
+  a.set_grad(Tensor());
+  CHECK_FALSE(a.grad().defined());
+  // The same tensor used twice: both paths add up.
+  auto x = full({2}, 3.0, d, float64).requires_grad_();
+  sum(x * x + x).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{7, 7});
+}
+
+TEST_CASE("a view's gradient reaches its base", "[autograd]") {
+  const Device d = test::device();
+  auto base = arange(0.0, 12.0, 1.0, d, float64).reshape({3, 4}).detach().requires_grad_();
+  const Tensor loss = sum(base.narrow(1, 1, 2) * 2.0) + sum(base.select(0, 2)) + sum(base.transpose(0, 1).select(0, 0));
+  loss.backward();
+  CHECK(base.grad().to_vector<double>() ==
+        std::vector<double>{1, 2, 2, 0,    //
+                            1, 2, 2, 0,    //
+                            2, 3, 3, 1});  // narrow: x2 in columns 1-2; select(0, 2): row 2; the transposed select: column 0
+  auto v = ones({3}, d, float64).requires_grad_();
+  sum(v.unsqueeze(0).expand({4, 3}) * arange(0.0, 12.0, 1.0, d, float64).reshape({4, 3})).backward();
+  CHECK(v.grad().to_vector<double>() == std::vector<double>{18, 22, 26});
+}
+
+TEST_CASE("backward's errors say what went wrong and what to do", "[autograd]") {
+  const Device d = test::device();
+  const Tensor plain = ones({2}, d);
+  CHECK_THROWS_WITH(sum(plain).backward(), ContainsSubstring("does not require grad") && ContainsSubstring("requires_grad_()"));
+  auto w = ones({2}, d).requires_grad_();
+  CHECK_THROWS_WITH((w * 2.0).backward(), ContainsSubstring("one-element") && ContainsSubstring("backward(gradient)"));
+  CHECK_THROWS_AS((w * 2.0).backward(ones({3}, d)), ShapeError);
+  const Tensor loss = sum(exp(w));
+  loss.backward();
+  CHECK_THROWS_WITH(loss.backward(), ContainsSubstring("second time") && ContainsSubstring("retain_graph"));
+  const Tensor kept = sum(exp(w));
+  kept.backward(Tensor(ones({}, d)), /*retain_graph=*/true);
+  kept.backward();  // allowed once more
+  CHECK_THROWS_WITH((w * 2.0).requires_grad_(false), ContainsSubstring("detach()"));
+  // An in-place copy autograd would have to go back through is refused, not silently cut.
+  CHECK_THROWS_WITH(ones({2}, d).copy_from(w * 2.0), ContainsSubstring("not recorded by autograd"));
+  {
+    NoGradGuard no_grad;
+    w.copy_from(zeros({2}, d));  // updating a parameter without recording is fine
+  }
+}
+
+TEST_CASE("a NoGradGuard keeps a module from recording or keeping activations", "[autograd]") {
+  const Device d = test::device();
+  auto net = test::small_mlp(d);
+  const Tensor X = rand({5, 3}, d, 3);
+  {
+    NoGradGuard no_grad;
+    const Tensor y = net(X);
+    CHECK_FALSE(y.requires_grad());
+    CHECK_THROWS_WITH(net.backward(ones({5, 1}, d)), ContainsSubstring("no recorded forward call"));
+  }
+  const Tensor y = net(X);
+  CHECK(y.requires_grad());
+  CHECK(std::string(y.grad_fn()) == "kten::linear");
+  CHECK(net.parameters()[0].requires_grad());
+}
+
+TEST_CASE("loss.backward() and Module::backward(grad_output) give the same parameter gradients", "[autograd][nn]") {
+  const Device d = test::device();
+  const Tensor X = rand({6, 3}, d, 4), Y = rand({6, 1}, d, 5);
+  nn::MSELoss mse;
+  auto a = test::small_mlp(d), b = test::small_mlp(d);
+  a.zero_grad();
+  mse(a(X), Y).backward();
+  b.zero_grad();
+  const Tensor prediction = b(X);
+  const Tensor grad_input = b.backward(mse.backward(prediction, Y));
+  CHECK(grad_input.shape() == X.shape());
+  const auto pa = a.named_parameters(), pb = b.named_parameters();
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].name);
+    // Parameter::grad is value.grad(): one storage.
+    CHECK(pa[i].slot->grad.shares_storage_with(pa[i].slot->value.grad()));
+    test::require_allclose<float>(pb[i].slot->grad, test::host_doubles<float>(pa[i].slot->grad));
+  }
+}
+
+TEST_CASE("every differentiable operation's gradient matches finite differences in float64", "[autograd]") {
+  using V = std::vector<Tensor>;
+  const auto A = randn({3, 4}, cpu(), 1, float64), B = randn({3, 4}, cpu(), 2, float64);
+  const auto row = randn({4}, cpu(), 3, float64), col = randn({3, 1}, cpu(), 4, float64);
+  const auto P = positive({3, 4}, 5);
+  check_gradients("add (broadcast)", [](const V& x) { return x[0] + x[1]; }, {A, row});
+  check_gradients("sub (broadcast)", [](const V& x) { return x[0] - x[1]; }, {col, A});
+  check_gradients("mul (broadcast)", [](const V& x) { return x[0] * x[1]; }, {A, col});
+  check_gradients("div", [](const V& x) { return x[0] / x[1]; }, {A, P});
+  check_gradients("scalars", [](const V& x) { return (2.0 - (x[0] + 1.0) * 3.0 - 0.5) / 4.0; }, {A});
+  check_gradients("scalar / x", [](const V& x) { return 2.0 / x[0]; }, {P});
+  check_gradients("fma", [](const V& x) { return fma(x[0], x[1], x[2]); }, {A, B, P});
+  check_gradients("exp", [](const V& x) { return exp(x[0]); }, {A});
+  check_gradients("log", [](const V& x) { return log(x[0]); }, {P});
+  check_gradients("sqrt", [](const V& x) { return sqrt(x[0]); }, {P});
+  check_gradients("abs", [](const V& x) { return abs(x[0]); }, {away_from_zero({3, 4}, 6)});
+  check_gradients("neg", [](const V& x) { return -x[0]; }, {A});
+  check_gradients("relu", [](const V& x) { return relu(x[0]); }, {away_from_zero({3, 4}, 7)});
+  check_gradients("sigmoid", [](const V& x) { return sigmoid(x[0]); }, {A});
+  check_gradients("tanh", [](const V& x) { return tanh(x[0]); }, {A});
+  check_gradients("sum", [](const V& x) { return sum(x[0]); }, {A});
+  check_gradients("sum(axis)", [](const V& x) { return sum(x[0], 0); }, {A});
+  check_gradients("mean", [](const V& x) { return mean(x[0]); }, {A});
+  check_gradients("mean(axis)", [](const V& x) { return mean(x[0], -1); }, {A});
+  check_gradients("max", [](const V& x) { return max(x[0]); }, {A});
+  check_gradients("max(axis)", [](const V& x) { return max(x[0], 1); }, {A});
+  check_gradients("norm", [](const V& x) { return norm(x[0]); }, {A});
+  check_gradients("norm(axis)", [](const V& x) { return norm(x[0], 0); }, {A});
+  check_gradients("matmul", [](const V& x) { return matmul(x[0], x[1]); }, {A, B.transpose().contiguous()});
+  check_gradients("matmul (transposed operands)", [](const V& x) { return matmul(x[0].transpose(), x[1]); }, {A, B});
+  check_gradients("matmul (matrix, vector)", [](const V& x) { return matmul(x[0], x[1]); }, {A, row});
+  check_gradients("views", [](const V& x) {
+    return x[0].permute({1, 0}).narrow(0, 1, 2).unsqueeze(0).expand({2, 2, 3}).reshape({4, 3}).select(1, 2);
+  }, {A});
+  check_gradients("squeeze, contiguous", [](const V& x) { return x[0].transpose().contiguous().squeeze(); }, {col});
+  check_gradients("cat", [](const V& x) { return cat({x[0], x[1] * 2.0}, 1); }, {A, col});
+  check_gradients("stack", [](const V& x) { return stack({x[0], x[1]}, 1); }, {A, B});
+  check_gradients("astype", [](const V& x) { return x[0].astype(float32).astype(float64); }, {A}, 1e-3, 1e-4);
+  check_gradients("copyto", [](const V& x) { return x[0].copyto(x[0].device()) * x[0]; }, {A});
+}
+
+TEST_CASE("backward across devices returns the gradient to the leaf's device", "[autograd][multidevice]") {
+  KTEN_REQUIRE_GPUS(1);
+  const Device d = test::device(), other = test::other_device();
+  auto w = ones({3}, d, float64).requires_grad_();
+  sum(w.to(other) * 2.0).backward();
+  CHECK(w.grad().device() == d);
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{2, 2, 2});
+}
