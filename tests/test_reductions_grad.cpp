@@ -4,7 +4,6 @@
 // against central differences in float64.
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -14,6 +13,8 @@
 #include "support.hpp"
 
 using namespace kten;
+using test::check_gradients;
+using V = std::vector<Tensor>;
 
 namespace {
 
@@ -109,54 +110,11 @@ const std::vector<Expected>& expected_reductions() {
 
 // `shape` with the reduced axes (all of them for none) kept as extent 1.
 Shape keepdim_shape(Shape shape, const std::vector<int>& axes) {
+  if (axes.empty()) return Shape(shape.size(), 1);
   const int n = static_cast<int>(shape.size());
-  for (std::int64_t& e : shape)
-    if (axes.empty()) e = 1;
   for (int a : axes) shape[a < 0 ? a + n : a] = 1;
   return shape;
 }
-
-// The gradients of sum(f(inputs) * w), w random, by backward() on the device under test against
-// central differences (h = 1e-6) of the same sum, for float64 inputs. The differences are taken on
-// cpu(), where the many small evaluations are quick; the forward on the device is checked apart.
-using Function = std::function<Tensor(const std::vector<Tensor>&)>;
-void check_gradients(const Function& f, const std::vector<Tensor>& inputs) {
-  const Device d = test::device();
-  std::vector<Tensor> leaves;
-  for (const Tensor& x : inputs) leaves.push_back(x.detach().copyto(d).requires_grad_());
-  const Tensor out = f(leaves);
-  const Tensor w = uniform(out.shape(), -1.0, 1.0, d, 99, float64);
-  sum(out * w).backward();
-  NoGradGuard no_grad;
-  const Tensor w_host = w.to(cpu());
-  std::vector<Tensor> at;
-  for (const Tensor& x : inputs) at.push_back(x.to(cpu()));
-  const auto loss = [&] { return sum(f(at) * w_host).item<double>(); };
-  constexpr double h = 1e-6;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    CAPTURE(i, shape_str(inputs[i].shape()));
-    const Tensor grad = leaves[i].grad();
-    REQUIRE(grad.defined());
-    REQUIRE(grad.shape() == inputs[i].shape());
-    REQUIRE(grad.device() == d);
-    std::vector<double> values = test::host_doubles<double>(inputs[i]), numeric(values.size());
-    for (std::size_t j = 0; j < values.size(); ++j) {
-      const double v = values[j];
-      values[j] = v + h;
-      at[i] = tensor(values, inputs[i].shape());
-      const double up = loss();
-      values[j] = v - h;
-      at[i] = tensor(values, inputs[i].shape());
-      const double down = loss();
-      values[j] = v;
-      numeric[j] = (up - down) / (2 * h);
-    }
-    at[i] = inputs[i].to(cpu());
-    test::require_allclose(test::host_doubles<double>(grad), numeric, 1e-5, 1e-6);
-  }
-}
-
-Tensor x64() { return tensor(kX, kXShape, test::device()); }
 
 }  // namespace
 
@@ -384,16 +342,16 @@ TEMPLATE_TEST_CASE("matmul follows torch.matmul: vectors, batches and broadcast 
 }
 
 TEST_CASE("gradients of reductions over several axes match finite differences", "[reductions-grad][grad]") {
-  const Tensor x = x64();
+  const Tensor x = tensor(kX, kXShape);  // check_gradients puts it on the device
   for (const Expected& e : expected_reductions()) {
-    CAPTURE(e.name, e.axes);
-    check_gradients([&](const std::vector<Tensor>& in) { return e.op(in[0], e.axes, false); }, {x});
+    CAPTURE(e.axes);
+    check_gradients(e.name, [&](const V& in) { return e.op(in[0], e.axes, false); }, {x});
     // With keepdim, through a strided view of the input.
-    check_gradients([&](const std::vector<Tensor>& in) { return e.op(in[0].transpose(0, 2), e.axes, true); }, {x});
+    check_gradients(e.name, [&](const V& in) { return e.op(in[0].transpose(0, 2), e.axes, true); }, {x});
   }
-  check_gradients([](const std::vector<Tensor>& in) { return min(in[0], 2); }, {x});
-  check_gradients([](const std::vector<Tensor>& in) { return var(in[0], -1); }, {x});
-  check_gradients([](const std::vector<Tensor>& in) { return var(in[0]); }, {x});
+  check_gradients("min(axis)", [](const V& in) { return min(in[0], 2); }, {x});
+  check_gradients("var(axis)", [](const V& in) { return var(in[0], -1); }, {x});
+  check_gradients("var", [](const V& in) { return var(in[0]); }, {x});
 }
 
 TEST_CASE("max and min share their gradient evenly among ties; var's is NaN for one element", "[reductions-grad][grad]") {
@@ -415,19 +373,20 @@ TEST_CASE("max and min share their gradient evenly among ties; var's is NaN for 
 }
 
 TEST_CASE("gradients of softmax, log_softmax and logsumexp match finite differences", "[reductions-grad][grad]") {
-  const Tensor x = x64();
+  const Tensor x = tensor(kX, kXShape);  // check_gradients puts it on the device
   for (int axis : {0, 1, -1}) {
     CAPTURE(axis);
-    check_gradients([&](const std::vector<Tensor>& in) { return softmax(in[0], axis); }, {x});
-    check_gradients([&](const std::vector<Tensor>& in) { return log_softmax(in[0], axis); }, {x});
-    check_gradients([&](const std::vector<Tensor>& in) { return logsumexp(in[0], axis); }, {x});
-    check_gradients([&](const std::vector<Tensor>& in) { return logsumexp(in[0].permute({1, 2, 0}), axis, true); }, {x});
+    check_gradients("softmax", [&](const V& in) { return softmax(in[0], axis); }, {x});
+    check_gradients("log_softmax", [&](const V& in) { return log_softmax(in[0], axis); }, {x});
+    check_gradients("logsumexp", [&](const V& in) { return logsumexp(in[0], axis); }, {x});
+    check_gradients("logsumexp (strided, keepdim)", [&](const V& in) { return logsumexp(in[0].permute({1, 2, 0}), axis, true); },
+                    {x});
   }
   // Large values: the gradients come from the shifted exponentials too.
   const Tensor big = tensor(std::vector<double>{1000.0, 1001.0, 999.0, 1000.5, -3.0, 0.5}, {2, 3}, test::device());
-  check_gradients([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {big});
-  check_gradients([](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, {big});
-  check_gradients([](const std::vector<Tensor>& in) { return logsumexp(in[0], 1); }, {big});
+  check_gradients("softmax (large)", [](const V& in) { return softmax(in[0], 1); }, {big});
+  check_gradients("log_softmax (large)", [](const V& in) { return log_softmax(in[0], 1); }, {big});
+  check_gradients("logsumexp (large)", [](const V& in) { return logsumexp(in[0], 1); }, {big});
   // log_softmax at -inf: g - exp(y) sum(g), as PyTorch ([1, -1] for g = [1, 2]).
   Tensor m = tensor({-kInf, 0.0}, test::device()).requires_grad_();
   log_softmax(m, 0).backward(tensor({1.0, 2.0}, test::device()));
@@ -443,17 +402,18 @@ TEST_CASE("gradients of matmul on vectors and broadcast batches match finite dif
   for (const auto& [sa, sb] : cases) {
     CAPTURE(shape_str(sa), shape_str(sb));
     const Tensor a = uniform(sa, -1.0, 1.0, d, seed++, float64), b = uniform(sb, -1.0, 1.0, d, seed++, float64);
-    check_gradients([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, {a, b});
+    check_gradients("matmul", [](const V& in) { return matmul(in[0], in[1]); }, {a, b});
   }
   // Strided batches: a transposed and a broadcast (expanded) operand.
   const Tensor a = uniform({2, 4, 3}, -1.0, 1.0, d, 90, float64), b = uniform({4, 2}, -1.0, 1.0, d, 91, float64);
-  check_gradients([](const std::vector<Tensor>& in) { return matmul(in[0].transpose(1, 2), in[1].expand({2, 4, 2})); }, {a, b});
+  check_gradients("matmul (strided batches)", [](const V& in) { return matmul(in[0].transpose(1, 2), in[1].expand({2, 4, 2})); },
+                  {a, b});
 }
 
 TEST_CASE("broadcast gradients fold back with one multi-axis sum", "[reductions-grad][grad]") {
   // sum_to: leading axes added by broadcasting and axes stretched from 1, together.
   const Device d = test::device();
   const Tensor a = uniform({2, 1, 4, 1}, -1.0, 1.0, d, 80, float64), b = uniform({3, 1, 5}, -1.0, 1.0, d, 81, float64);
-  check_gradients([](const std::vector<Tensor>& in) { return in[0] * in[1] + in[1]; }, {a, b});
-  check_gradients([](const std::vector<Tensor>& in) { return in[0].expand({3, 2, 2, 4, 5}); }, {a});
+  check_gradients("a * b + b", [](const V& in) { return in[0] * in[1] + in[1]; }, {a, b});
+  check_gradients("expand", [](const V& in) { return in[0].expand({3, 2, 2, 4, 5}); }, {a});
 }
