@@ -3,6 +3,7 @@
 // nodes reachable from the root), so a node's output gradient is complete when it runs.
 #include <deque>
 #include <unordered_map>
+#include <vector>
 
 #include <kten/ops.hpp>
 
@@ -40,12 +41,14 @@ void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inp
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
-  Tensor r = g;
-  const std::size_t lead = g.shape().size() - shape.size();
-  for (std::size_t i = 0; i < lead; ++i) r = sum(r, 0);
-  for (std::size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] == 1 && r.shape()[d] != 1) r = sum(r, static_cast<int>(d)).unsqueeze(static_cast<int>(d));
-  return r;
+  // One multi-axis sum over the leading axes broadcasting added and the axes it stretched from 1
+  // (at least one, as the shapes differ), the stretched ones kept; the leading ones, now of
+  // extent 1, are then dropped by a view.
+  const int lead = g.ndim() - static_cast<int>(shape.size());
+  std::vector<int> axes;
+  for (int d = 0; d < g.ndim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1)) axes.push_back(d);
+  return sum(g, axes, true).reshape(shape);
 }
 
 namespace {

@@ -1,10 +1,12 @@
-// Matrix product (operands row- or column-major, views included) and transpose (a view).
+// Matrix products with torch.matmul's rules (matrices, vectors, broadcast batches; operands row- or
+// column-major, views included) and transpose (a view).
 #include <string>
 
 #include <kten/ops.hpp>
 
 #include "autograd.hpp"
 #include "checks.hpp"
+#include "elementwise.hpp"
 #include "dispatch.hpp"
 #include "gemm_kernel.hpp"
 #include "linalg.hpp"
@@ -52,29 +54,95 @@ void gemm(const Tensor& A_in, bool transpose_a, const Tensor& B_in, bool transpo
   }, A, B, C, bias_c);
 }
 
-}  // namespace detail
+namespace {
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  detail::check_compatible("kten::matmul", a, b);
-  const bool matvec = a.ndim() == 2 && b.ndim() == 1;
-  if (a.ndim() != 2 || (b.ndim() != 2 && !matvec))
-    detail::fail<ShapeError>("kten::matmul", "expects (m x k) * (k x n) or (m x k) * (k), got ", a.shape(), " and ",
-                             b.shape());
-  const std::int64_t m = a.shape()[0], k = a.shape()[1];
-  const std::int64_t n = matvec ? 1 : b.shape()[1];
-  if (b.shape()[0] != k)
-    detail::fail<ShapeError>("kten::matmul", "inner dimensions differ: ", a.shape(), " * ", b.shape(), " (", k, " vs ",
-                             b.shape()[0], ")");
+// The product of two 2-D operands, or of a matrix and a vector, in one GEMM.
+Tensor matrix_product(const Tensor& a, const Tensor& b) {
+  const bool matvec = b.ndim() == 1;
+  const std::int64_t m = a.shape()[0], n = matvec ? 1 : b.shape()[1];
   Tensor out = empty(matvec ? Shape{m} : Shape{m, n}, a.device(), a.dtype());
-  detail::gemm(a, false, b, false, out, nullptr, false);
-  if (detail::recording(a, b))
-    detail::record("kten::matmul", out, {&a, &b}, [a = detail::saved(a), b = detail::saved(b)](const Tensor& g, const detail::Needs& needs) {
+  gemm(a, false, b, false, out, nullptr, false);
+  if (recording(a, b))
+    record("kten::matmul", out, {&a, &b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& needs) {
       if (b.ndim() == 1)  // dA = g b^T (an outer product), db = A^T g
-        return detail::Grads{needs[0] ? matmul(g.unsqueeze(1), b.unsqueeze(0)) : Tensor(),
-                             needs[1] ? matmul(a.transpose(), g) : Tensor()};
-      return detail::Grads{needs[0] ? matmul(g, b.transpose()) : Tensor(), needs[1] ? matmul(a.transpose(), g) : Tensor()};
+        return Grads{needs[0] ? matmul(g.unsqueeze(1), b.unsqueeze(0)) : Tensor(), needs[1] ? matmul(a.transpose(), g) : Tensor()};
+      return Grads{needs[0] ? matmul(g, b.transpose()) : Tensor(), needs[1] ? matmul(a.transpose(), g) : Tensor()};
     });
   return out;
+}
+
+// The matrix at flat batch index `index` of x (batch axes first, then the matrix' two), as a 2-D
+// view. An axis of extent 1 gets stride 1, so the GEMM reads a row or column of any stride in place.
+Tensor matrix_at(const Tensor& x, std::int64_t index) {
+  const int nd = x.ndim();
+  std::int64_t offset = x.offset();
+  for (int d = nd - 3; d >= 0; --d) {
+    offset += (index % x.shape()[d]) * x.strides()[d];
+    index /= x.shape()[d];
+  }
+  const std::int64_t rows = x.shape()[nd - 2], cols = x.shape()[nd - 1];
+  return Tensor(x.storage(), {rows, cols}, {rows == 1 ? 1 : x.strides()[nd - 2], cols == 1 ? 1 : x.strides()[nd - 1]},
+                offset, x.dtype());
+}
+
+// Batches of matrices, (..., m, k) * (..., k, n) with the batch axes broadcast, one of the
+// operands with more than two axes: one GEMM per matrix of the result, each reading strided 2-D
+// views of the operands in place (a broadcast operand's matrix is read again for each batch, no
+// copy). Each GEMM is a launch of its own: for large matrices that costs nothing, but a batch of
+// many small ones is bound by the launch overhead (a few microseconds each on a GPU), where a
+// batched kernel would do them all in one.
+Tensor batched_product(const Tensor& a_in, const Tensor& b_in) {
+  const Shape& sa = a_in.shape();
+  const Shape& sb = b_in.shape();
+  const std::int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  Shape batch = broadcast_shapes("matmul's batch axes", Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2)).shape;
+  const std::int64_t batches = checked_numel(batch, "kten::matmul");
+  // Matrices neither row- nor column-major are gathered once here, not once per batch.
+  const auto operand = [&](const Tensor& x, std::int64_t rows, std::int64_t cols) {
+    const Tensor v = x.detach();
+    const std::int64_t r = v.strides()[v.ndim() - 2], c = v.strides()[v.ndim() - 1];
+    Shape shape = batch;
+    shape.insert(shape.end(), {rows, cols});
+    return (r == 1 || c == 1 || rows == 1 || cols == 1 ? v : v.contiguous()).expand(shape);
+  };
+  const Tensor a = operand(a_in, m, k), b = operand(b_in, k, n);
+  batch.insert(batch.end(), {m, n});
+  Tensor out = empty(batch, a.device(), a.dtype());
+  for (std::int64_t i = 0; i < batches; ++i)
+    gemm(matrix_at(a, i), false, matrix_at(b, i), false, matrix_at(out, i), nullptr, false);
+  if (recording(a_in, b_in))
+    record("kten::matmul", out, {&a_in, &b_in}, [a = saved(a_in), b = saved(b_in)](const Tensor& g, const Needs& needs) {
+      // The products broadcast like the forward; sum_to folds the broadcast batch axes back.
+      return Grads{needs[0] ? sum_to(matmul(g, b.transpose(-1, -2)), a.shape()) : Tensor(),
+                   needs[1] ? sum_to(matmul(a.transpose(-1, -2), g), b.shape()) : Tensor()};
+    });
+  return out;
+}
+
+}  // namespace
+}  // namespace detail
+
+// torch.matmul's cases, each reduced to a matrix product by views (recorded, so the gradients
+// follow): a vector on the left becomes a row (1, k), dropped again from the result; batches times
+// one matrix or vector fold the batch into the rows of one GEMM.
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  constexpr const char* op = "kten::matmul";
+  detail::check_compatible(op, a, b);
+  if (a.ndim() == 0 || b.ndim() == 0)
+    detail::fail<ShapeError>(op, "needs operands of at least one axis, got shapes ", a.shape(), " and ", b.shape(),
+                             "; multiply by a 0-d tensor with *");
+  const std::int64_t k = a.shape().back(), kb = b.shape()[b.ndim() == 1 ? 0 : b.ndim() - 2];
+  if (k != kb)
+    detail::fail<ShapeError>(op, "inner dimensions differ: ", a.shape(), " * ", b.shape(), " (", k, " vs ", kb, ")");
+  if (a.ndim() == 1) return matmul(a.unsqueeze(0), b).squeeze(b.ndim() == 1 ? -1 : -2);
+  if (a.ndim() == 2 && b.ndim() <= 2) return detail::matrix_product(a, b);
+  if (b.ndim() <= 2) {
+    Shape rows_shape(a.shape().begin(), a.shape().end() - 1), out_shape = rows_shape;
+    if (b.ndim() == 2) out_shape.push_back(b.shape()[1]);
+    const Tensor rows = a.reshape({detail::checked_numel(rows_shape, op), k});
+    return detail::matrix_product(rows, b).reshape(out_shape);
+  }
+  return detail::batched_product(a, b);
 }
 
 Tensor detail::linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {

@@ -1,8 +1,8 @@
-// Reductions. Whole-tensor reductions are bandwidth-bound; their result is written into device
-// memory, so they return without fencing (a 0-d tensor on the device). NaN propagates: a sum or
-// norm over a NaN is NaN by arithmetic, and max takes NaN over any number, so every device and
-// every order of combining gives NaN (NumPy's and PyTorch's rule; which zero max returns among
-// +0 and -0 may depend on the order).
+// Reductions over all elements, one axis or several. Whole-tensor reductions are bandwidth-bound;
+// their result is written into device memory, so they return without fencing (a 0-d tensor on the
+// device). NaN propagates: a sum, norm or variance over a NaN is NaN by arithmetic, and max and min
+// take NaN over any number, so every device and every order of combining gives NaN (NumPy's and
+// PyTorch's rule; which zero max or min returns among +0 and -0 may depend on the order).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -24,12 +24,21 @@ template <class T>
 KOKKOS_INLINE_FUNCTION T nan_max(T acc, T v) {
   return (acc != acc || v <= acc) ? acc : v;
 }
+/// \brief min that propagates NaN, as nan_max.
+template <class T>
+KOKKOS_INLINE_FUNCTION T nan_min(T acc, T v) {
+  return (acc != acc || v >= acc) ? acc : v;
+}
 
-// Reductions: what to accumulate, how to finish and the kernel label: sum, mean (sum / n), max,
-// norm (sqrt of the sum of squares), mean square (the sum of squares / n: MSE in one pass).
+// Reductions: what to accumulate (from its identity), how to finish and the kernel label: sum,
+// mean (sum / n), max, min, norm (sqrt of the sum of squares), mean square (the sum of squares / n:
+// MSE in one pass), and the unbiased variance's second pass (squared deviations / (n - 1)).
+// `extreme` names the element max and min pick ("largest"): over nothing there is none.
 struct SumReduction {
   static constexpr const char* label = "kten::sum";
-  static constexpr bool is_max = false, has_finish = false;
+  static constexpr const char* extreme = nullptr;
+  static constexpr bool has_finish = false;
+  template <class T> static KOKKOS_INLINE_FUNCTION T identity() { return T(0); }
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return acc + v; }
   template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return acc; }
@@ -49,20 +58,29 @@ struct MeanSquareReduction : MeanReduction {
   static constexpr const char* label = "kten::mean_square";
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v * v; }
 };
-struct MaxReduction {
+/// \brief The second pass of var: the squared deviations from the mean over n - 1 (Bessel's
+/// correction, as torch.var); NaN for n = 0 and, by 0 / 0, for n = 1 (as PyTorch).
+struct SquaredDeviationReduction : NormReduction {
+  static constexpr const char* label = "kten::var";
+  template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t n) {
+    return n == 0 ? static_cast<T>(NAN) : acc / T(n - 1);
+  }
+};
+// The identities of max and min are -inf and +inf (not -FLT_MAX: max over all -inf is -inf on
+// every device).
+struct MaxReduction : SumReduction {
   static constexpr const char* label = "kten::max";
-  static constexpr bool is_max = true, has_finish = false;
-  template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
+  static constexpr const char* extreme = "largest";
+  template <class T> static KOKKOS_INLINE_FUNCTION T identity() { return static_cast<T>(-INFINITY); }
   template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return nan_max(acc, v); }
-  template <class T> static KOKKOS_INLINE_FUNCTION T finish(T acc, std::int64_t) { return acc; }
+};
+struct MinReduction : SumReduction {
+  static constexpr const char* label = "kten::min";
+  static constexpr const char* extreme = "smallest";
+  template <class T> static KOKKOS_INLINE_FUNCTION T identity() { return static_cast<T>(INFINITY); }
+  template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return nan_min(acc, v); }
 };
 
-/// \brief The identity of a reduction's combine: 0, or -inf for max (not -FLT_MAX: max over all -inf
-/// is -inf on every device).
-template <class Reduction, class T>
-KOKKOS_INLINE_FUNCTION T identity() {
-  return Reduction::is_max ? static_cast<T>(-INFINITY) : T(0);
-}
 
 /// \brief A Kokkos reducer over a reduction: join is Reduction::combine, init its identity.
 template <class Reduction, class T, class Space>
@@ -77,7 +95,7 @@ struct ReductionReducer {
 
   KOKKOS_INLINE_FUNCTION void join(T& dest, const T& src) const { dest = Reduction::combine(dest, src); }
   KTEN_VOLATILE_JOIN(T, dest = Reduction::combine(static_cast<T>(dest), static_cast<T>(src));)
-  KOKKOS_INLINE_FUNCTION void init(T& v) const { v = identity<Reduction, T>(); }
+  KOKKOS_INLINE_FUNCTION void init(T& v) const { v = Reduction::template identity<T>(); }
   KOKKOS_INLINE_FUNCTION T& reference() const { return *value_.data(); }
   KOKKOS_INLINE_FUNCTION result_view_type view() const { return value_; }
   KOKKOS_INLINE_FUNCTION bool references_scalar() const { return references_scalar_; }
@@ -103,7 +121,7 @@ struct HostPartsKernel {
     const std::int64_t begin = part * per_part < n ? part * per_part : n;
     const std::int64_t end = begin + per_part < n ? begin + per_part : n;
     T lane[Lanes];
-    for (int l = 0; l < Lanes; ++l) lane[l] = identity<Reduction, T>();
+    for (int l = 0; l < Lanes; ++l) lane[l] = Reduction::template identity<T>();
     std::int64_t i = begin;
     for (; i + Lanes <= end; i += Lanes) {
       KTEN_UNROLL
@@ -121,7 +139,7 @@ struct FoldPartsKernel {
   T* result;
   std::int64_t parts, n;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t) const {
-    T acc = identity<Reduction, T>();
+    T acc = Reduction::template identity<T>();
     for (std::int64_t p = 0; p < parts; ++p) acc = Reduction::combine(acc, partials[p]);
     result[0] = Reduction::finish(acc, n);
   }
@@ -171,7 +189,7 @@ struct AxisKernel {
   std::int64_t len, inner;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
     const T* p = x + (o / inner) * len * inner + (o % inner);
-    T acc = identity<Reduction, T>();
+    T acc = Reduction::template identity<T>();
     for (std::int64_t k = 0; k < len; ++k) acc = Reduction::combine(acc, Reduction::prepare(p[k * inner]));
     out[o] = Reduction::finish(acc, len);
   }
@@ -191,7 +209,7 @@ struct HostColumnsKernel {
     const std::int64_t width = inner - j0 < Width ? inner - j0 : Width;
     const T* p = x + o * len * inner + j0;
     T acc[Width];
-    for (std::int64_t j = 0; j < Width; ++j) acc[j] = identity<Reduction, T>();
+    for (std::int64_t j = 0; j < Width; ++j) acc[j] = Reduction::template identity<T>();
     for (std::int64_t k = 0; k < len; ++k)
       for (std::int64_t j = 0; j < width; ++j) acc[j] = Reduction::combine(acc[j], Reduction::prepare(p[k * inner + j]));
     for (std::int64_t j = 0; j < width; ++j) out[o * inner + j0 + j] = Reduction::finish(acc[j], len);
@@ -209,7 +227,7 @@ struct RowKernel {
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const std::int64_t row = team.league_rank();
     const T* p = x + row * len;
-    T acc = identity<Reduction, T>();
+    T acc = Reduction::template identity<T>();
     Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, len),
                             [&](std::int64_t k, T& a) { a = Reduction::combine(a, Reduction::prepare(p[k])); },
                             ReductionReducer<Reduction, T, Space>(acc));
@@ -253,31 +271,87 @@ Tensor reduce_all(const Tensor& x_in) {
   constexpr const char* op = Reduction::label;
   check_defined(x_in, op);
   const Tensor x = x_in.contiguous();
-  if (Reduction::is_max && x.numel() == 0)
-    fail<ShapeError>(op, "the tensor is empty (shape ", x.shape(), "), so it has no largest element");
+  if (Reduction::extreme && x.numel() == 0)
+    fail<ShapeError>(op, "the tensor is empty (shape ", x.shape(), "), so it has no ", Reduction::extreme, " element");
   Tensor out = empty({}, x.device(), x.dtype());
   launch(op, [&](const auto& backend, auto* in, auto* result) { reduce_all_kernel(backend, op, in, result, x.numel(), Reduction{}); },
          x, out);
   return out;
 }
 
+ReducedAxes reduced_axes(const char* op, const Tensor& x, const std::vector<int>& axes, bool keepdim) {
+  const Shape& s = x.shape();
+  const int n = x.ndim(), wrap = n == 0 ? 1 : n;
+  ReducedAxes r;
+  r.keep = keepdim;
+  r.reduced.assign(n, axes.empty());
+  std::vector<int> named(wrap, -1);
+  for (int axis : axes) {
+    const int a = axis < 0 ? axis + wrap : axis;
+    if (a < 0 || a >= wrap)
+      fail<ShapeError>(op, "axis ", axis, " is out of range for a tensor of shape ", s, " (ndim ", n, ")");
+    if (named[a] != -1)
+      fail<ShapeError>(op, "axes ", named[a], " and ", axis, " name the same axis of shape ", s, "; name each axis once");
+    named[a] = axis;
+    if (n > 0) r.reduced[a] = true;
+  }
+  r.all = true;
+  for (int d = 0; d < n; ++d) {
+    r.keepdim.push_back(r.reduced[d] ? 1 : s[d]);
+    if (r.reduced[d]) {
+      r.len *= s[d];
+    } else {
+      r.kept.push_back(s[d]);
+      r.all = r.all && s[d] == 1;
+    }
+  }
+  return r;
+}
+
+// A reduction over the axes `r` names, shaped r.shape(). One kernel when the reduced axes are one
+// block (axes of extent 1 aside): (outer, len, inner) over x itself, after one contiguous() copy
+// of a strided x. Reduced axes apart from each other (sum(x, {0, 2})) are permuted to the end and
+// gathered by one contiguous() copy, then reduced as rows: that copy writes and reads x once more,
+// so such a reduction moves about three times the bytes of x instead of one, and is bound by that
+// (a strided reduction kernel could read x in place).
 template <class Reduction>
-Tensor reduce_axis(const Tensor& x_in, int axis) {
+Tensor reduce(const Tensor& x_in, const ReducedAxes& r) {
   constexpr const char* op = Reduction::label;
   check_defined(x_in, op);
-  const Tensor x = x_in.contiguous();
-  const int a = normalize_axis(op, x, axis);
-  const Shape& s = x.shape();
-  if (Reduction::is_max && s[a] == 0)
-    fail<ShapeError>(op, "axis ", axis, " of shape ", s, " is empty, so it has no largest element");
+  const Tensor x_any = x_in.detach();  // the gathers below are not for the tape
+  if (r.all) return reduce_all<Reduction>(x_any).reshape(r.shape());
+  if (Reduction::extreme && r.len == 0)
+    fail<ShapeError>(op, "the reduced axes of shape ", x_in.shape(), " hold no element, so there is no ",
+                     Reduction::extreme, " one");
+  const Shape& s = x_any.shape();
+  int blocks = 0, first = -1, last = -1;
+  for (int d = 0; d < x_any.ndim(); ++d) {
+    if (s[d] == 1) continue;
+    if (r.reduced[d] && (last < 0 || !r.reduced[last])) ++blocks;
+    if (r.reduced[d] && first < 0) first = d;
+    last = d;
+  }
+  Tensor x;
   std::int64_t outer = 1, inner = 1;
-  for (int d = 0; d < a; ++d) outer *= s[d];
-  for (int d = a + 1; d < x.ndim(); ++d) inner *= s[d];
-  Shape out_shape = s;
-  out_shape.erase(out_shape.begin() + a);
-  Tensor out = empty(out_shape, x.device(), x.dtype());
-  launch(op, [&](const auto& backend, auto* in, auto* o) { reduce_axis_kernel(backend, op, in, o, outer, s[a], inner, Reduction{}); },
-         x, out);
+  if (blocks <= 1) {
+    x = x_any.contiguous();
+    for (int d = 0; d < x.ndim(); ++d) {
+      if (r.reduced[d]) continue;
+      (first >= 0 && d > first ? inner : outer) *= s[d];
+    }
+  } else {
+    std::vector<int> order;
+    for (int d = 0; d < x_any.ndim(); ++d)
+      if (!r.reduced[d]) order.push_back(d);
+    for (int d = 0; d < x_any.ndim(); ++d)
+      if (r.reduced[d]) order.push_back(d);
+    x = x_any.permute(order).contiguous();
+    for (std::int64_t e : r.kept) outer *= e;
+  }
+  Tensor out = empty(r.shape(), x.device(), x.dtype());
+  if (out.numel() > 0)
+    launch(op, [&](const auto& backend, auto* in, auto* o) { reduce_axis_kernel(backend, op, in, o, outer, r.len, inner, Reduction{}); },
+           x, out);
   return out;
 }
 
@@ -303,50 +377,78 @@ struct DivOrZero {
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T g, T y) const { return y == T(0) ? T(0) : g / y; }
 };
 
-// g (the gradient of a reduction over `axis`, the axis removed; all axes when axis < 0) seen with
-// x's shape: the reduced axis put back with stride 0.
-Tensor spread(const Tensor& g, const Shape& shape, int axis) {
-  return (axis < 0 ? g : g.unsqueeze(axis)).expand(shape);
+// A result of the reduction over r's axes (y or its gradient g, with or without keepdim) seen with
+// x's shape: the reduced axes put back as extent 1, then stretched with stride 0.
+Tensor spread(const Tensor& t, const Shape& shape, const ReducedAxes& r) {
+  return t.reshape(r.keepdim).expand(shape);
 }
 
-constexpr int kAllAxes = std::numeric_limits<int>::min();
-
-// A reduction over all elements (kAllAxes) or one axis, and its gradient.
-template <class Reduction>
-Tensor differentiable_reduction(const Tensor& x, int axis) {
-  Tensor y = axis == kAllAxes ? reduce_all<Reduction>(x) : reduce_axis<Reduction>(x, axis);
-  if (!recording(x)) return y;
-  const int a = axis == kAllAxes ? -1 : normalize_axis(Reduction::label, x, axis);
-  record(Reduction::label, y, {&x}, [x = saved(x), y = saved(y), a](const Tensor& g, const Needs&) {
-    const Shape& shape = x.shape();
-    if constexpr (std::is_same_v<Reduction, SumReduction>) {
-      return Grads{spread(g, shape, a)};
-    } else if constexpr (std::is_same_v<Reduction, MeanReduction>) {
-      const double n = static_cast<double>(a < 0 ? x.numel() : shape[a]);
-      return Grads{spread(g / n, shape, a)};
-    } else if constexpr (std::is_same_v<Reduction, MaxReduction>) {
-      // Ties share the gradient evenly (torch.amax).
-      const Tensor mask = elementwise_binary("kten::max_grad", x, spread(y, shape, a), ExtremeMask{});
-      const Tensor count = a < 0 ? sum(mask) : sum(mask, a);
-      return Grads{mask * spread(g / count, shape, a)};
-    } else {
-      const Tensor scale = elementwise_binary("kten::norm_grad", g, y, DivOrZero{});
-      return Grads{x * spread(scale, shape, a)};
-    }
-  });
+// The unbiased variance, two-pass for stability (the mean, then the squared deviations from it),
+// and its gradient 2 (x - mean) / (n - 1); the reduced axes' mean is kept for backward.
+Tensor variance(const Tensor& x, const ReducedAxes& r) {
+  const Tensor m = reduce<MeanReduction>(x, r).reshape(r.keepdim);
+  Tensor y = reduce<SquaredDeviationReduction>(x.detach() - m, r);
+  if (recording(x))
+    record(SquaredDeviationReduction::label, y, {&x}, [x = saved(x), m, r](const Tensor& g, const Needs&) {
+      return Grads{(x - m) * spread(g * (2.0 / static_cast<double>(r.len - 1)), x.shape(), r)};
+    });
   return y;
+}
+
+// A reduction over the axes `r` names, and its gradient.
+template <class Reduction>
+Tensor differentiable_reduction(const Tensor& x, const ReducedAxes& r) {
+  if constexpr (std::is_same_v<Reduction, SquaredDeviationReduction>) {
+    return variance(x, r);
+  } else {
+    Tensor y = reduce<Reduction>(x, r);
+    if (!recording(x)) return y;
+    record(Reduction::label, y, {&x}, [x = saved(x), y = saved(y), r](const Tensor& g, const Needs&) {
+      const Shape& shape = x.shape();
+      if constexpr (std::is_same_v<Reduction, SumReduction>) {
+        return Grads{spread(g, shape, r)};
+      } else if constexpr (std::is_same_v<Reduction, MeanReduction>) {
+        return Grads{spread(g / static_cast<double>(r.len), shape, r)};
+      } else if constexpr (Reduction::extreme != nullptr) {
+        // Ties share the gradient evenly (torch.amax, torch.amin).
+        const Tensor mask = elementwise_binary("kten::extreme_grad", x, spread(y, shape, r), ExtremeMask{});
+        ReducedAxes count_axes = r;
+        count_axes.keep = true;
+        return Grads{mask * spread(g.reshape(r.keepdim) / reduce<SumReduction>(mask, count_axes), shape, r)};
+      } else {
+        const Tensor scale = elementwise_binary("kten::norm_grad", g, y, DivOrZero{});
+        return Grads{x * spread(scale, shape, r)};
+      }
+    });
+    return y;
+  }
+}
+
+// The reduction over all axes, one axis or several (`keepdim` keeps them as extent 1).
+template <class Reduction>
+Tensor reduction(const Tensor& x, const std::vector<int>& axes, bool keepdim = false) {
+  check_defined(x, Reduction::label);
+  return differentiable_reduction<Reduction>(x, reduced_axes(Reduction::label, x, axes, keepdim));
 }
 
 }  // namespace
 }  // namespace detail
 
-Tensor sum(const Tensor& x) { return detail::differentiable_reduction<detail::SumReduction>(x, detail::kAllAxes); }
-Tensor sum(const Tensor& x, int axis) { return detail::differentiable_reduction<detail::SumReduction>(x, axis); }
-Tensor mean(const Tensor& x) { return detail::differentiable_reduction<detail::MeanReduction>(x, detail::kAllAxes); }
-Tensor mean(const Tensor& x, int axis) { return detail::differentiable_reduction<detail::MeanReduction>(x, axis); }
-Tensor max(const Tensor& x) { return detail::differentiable_reduction<detail::MaxReduction>(x, detail::kAllAxes); }
-Tensor max(const Tensor& x, int axis) { return detail::differentiable_reduction<detail::MaxReduction>(x, axis); }
-Tensor norm(const Tensor& x) { return detail::differentiable_reduction<detail::NormReduction>(x, detail::kAllAxes); }
-Tensor norm(const Tensor& x, int axis) { return detail::differentiable_reduction<detail::NormReduction>(x, axis); }
+using detail::reduction;
+
+// Each reduction's three forms: over every axis, along one, over several.
+#define KTEN_REDUCTION_FORMS(name, Reduction)                                                          \
+  Tensor name(const Tensor& x) { return reduction<detail::Reduction>(x, {}); }                          \
+  Tensor name(const Tensor& x, int axis) { return reduction<detail::Reduction>(x, {axis}); }            \
+  Tensor name(const Tensor& x, const std::vector<int>& axes, bool keepdim) {                           \
+    return reduction<detail::Reduction>(x, axes, keepdim);                                             \
+  }
+KTEN_REDUCTION_FORMS(sum, SumReduction)
+KTEN_REDUCTION_FORMS(mean, MeanReduction)
+KTEN_REDUCTION_FORMS(max, MaxReduction)
+KTEN_REDUCTION_FORMS(min, MinReduction)
+KTEN_REDUCTION_FORMS(norm, NormReduction)
+KTEN_REDUCTION_FORMS(var, SquaredDeviationReduction)
+#undef KTEN_REDUCTION_FORMS
 
 }  // namespace kten

@@ -200,8 +200,12 @@ Tensor Tensor::mean() const { return kten::mean(*this); }
 Tensor Tensor::mean(int axis) const { return kten::mean(*this, axis); }
 Tensor Tensor::max() const { return kten::max(*this); }
 Tensor Tensor::max(int axis) const { return kten::max(*this, axis); }
+Tensor Tensor::min() const { return kten::min(*this); }
+Tensor Tensor::min(int axis) const { return kten::min(*this, axis); }
 Tensor Tensor::norm() const { return kten::norm(*this); }
 Tensor Tensor::norm(int axis) const { return kten::norm(*this, axis); }
+Tensor Tensor::var() const { return kten::var(*this); }
+Tensor Tensor::var(int axis) const { return kten::var(*this, axis); }
 Tensor Tensor::transpose() const { return kten::transpose(*this); }
 
 }  // namespace kten

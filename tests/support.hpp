@@ -1,8 +1,9 @@
 #pragma once
-// Shared test helpers: the device under test and one allclose.
+// Shared test helpers: the device under test, one allclose and one gradient check.
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,49 @@ template <class T>
 std::vector<double> host_doubles(const Tensor& t) {
   auto v = t.to_vector<T>();
   return std::vector<double>(v.begin(), v.end());
+}
+
+/// The gradients of sum(op(inputs) * w), w random, by backward() on the device under test (the
+/// inputs as float64 leaves there) against central differences of the same sum. The differences
+/// are taken on cpu(), where the many small evaluations are quick (an emulated GPU's launches are
+/// not); the op's forward on the device is the subject of other tests.
+inline void check_gradients(const std::string& name, const std::function<Tensor(const std::vector<Tensor>&)>& op,
+                            std::vector<Tensor> inputs, double h = 1e-6, double tol = 1e-6) {
+  INFO(name);
+  const Device d = device();
+  std::vector<Tensor> at;  // the inputs on cpu(), where the differences are taken
+  for (auto& t : inputs) {
+    t = t.astype(float64).to(d).detach().requires_grad_();
+    at.push_back(t.detach().to(cpu()));
+  }
+  const Tensor out = op(inputs);
+  const Tensor weights = randn(out.shape(), d, 99, float64);
+  sum(out * weights).backward();
+  NoGradGuard no_grad;
+  const Tensor host_weights = weights.to(cpu());
+  const auto loss = [&] { return sum(op(at) * host_weights).item<double>(); };
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    INFO("input " << i << ", shape " << shape_str(inputs[i].shape()));
+    const Tensor grad = inputs[i].grad();
+    REQUIRE(grad.defined());
+    REQUIRE(grad.shape() == inputs[i].shape());
+    REQUIRE(grad.device() == d);
+    auto values = at[i].to_vector<double>();
+    std::vector<double> numeric(values.size());
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const double keep = values[k];
+      values[k] = keep + h;
+      at[i] = tensor(values, inputs[i].shape());
+      const double up = loss();
+      values[k] = keep - h;
+      at[i] = tensor(values, inputs[i].shape());
+      const double down = loss();
+      values[k] = keep;
+      numeric[k] = (up - down) / (2 * h);
+    }
+    at[i] = tensor(values, inputs[i].shape());
+    require_allclose(grad.to_vector<double>(), numeric, tol, tol);
+  }
 }
 
 /// A small seeded MLP (3 -> 4 -> ReLU -> 1) on `d`: the same model in every process and thread.

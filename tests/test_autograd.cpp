@@ -16,43 +16,7 @@ using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
-using Op = std::function<Tensor(const std::vector<Tensor>&)>;
-
-// d(sum(op(inputs) * weights))/d(input) by autograd and by central differences in float64.
-void check_gradients(const std::string& name, const Op& op, std::vector<Tensor> inputs, double h = 1e-6,
-                     double tol = 1e-6) {
-  INFO(name);
-  const Device d = test::device();
-  for (auto& t : inputs) t = t.astype(float64).to(d).detach().requires_grad_();
-  const Tensor out = op(inputs);
-  const Tensor weights = randn(out.shape(), d, 99, float64);
-  sum(out * weights).backward();
-  auto loss_at = [&](const std::vector<Tensor>& xs) {
-    NoGradGuard no_grad;
-    return sum(op(xs) * weights).item<double>();
-  };
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    INFO("input " << i);
-    REQUIRE(inputs[i].grad().defined());
-    REQUIRE(inputs[i].grad().shape() == inputs[i].shape());
-    const auto analytic = inputs[i].grad().to_vector<double>();
-    auto values = inputs[i].to_vector<double>();
-    std::vector<double> numeric(values.size());
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      std::vector<Tensor> xs = inputs;
-      const double keep = values[k];
-      values[k] = keep + h;
-      xs[i] = tensor(values, inputs[i].shape(), d);
-      const double up = loss_at(xs);
-      values[k] = keep - h;
-      xs[i] = tensor(values, inputs[i].shape(), d);
-      const double down = loss_at(xs);
-      values[k] = keep;
-      numeric[k] = (up - down) / (2 * h);
-    }
-    test::require_allclose(analytic, numeric, tol, tol);
-  }
-}
+using test::check_gradients;
 
 Tensor positive(const Shape& shape, std::uint64_t seed) { return rand(shape, cpu(), seed, float64) + 0.5; }
 // Values away from 0, where abs and relu have kinks (finite differences straddling one are wrong).

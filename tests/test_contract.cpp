@@ -1,7 +1,9 @@
 // The public contract's walk-through (docs/architecture.md, "The public contract"; the README's
 // first example), verbatim in substance: if a name or a signature drifts, this stops compiling;
 // if a semantic drifts, it fails.
+#include <initializer_list>
 #include <sstream>
+#include <vector>
 
 #include <kten/kokkos.hpp>
 
@@ -136,4 +138,37 @@ TEST_CASE("the dtypes and autograd contract (issue 17) compiles and behaves", "[
     auto y = kten::matmul(X, w);
     CHECK_FALSE(y.requires_grad());
   }
+}
+
+TEST_CASE("the reductions and matmul contract (issue 17 part 5) compiles and behaves", "[contract][reductions-grad]") {
+  const kten::Device d = kten::test::device();
+  auto x = kten::rand({2, 3, 4}, d, 3, kten::float64);
+  x.requires_grad_();
+  // softmax(x, axis), log_softmax(x, axis), logsumexp(x, axis, keepdim)
+  CHECK(kten::softmax(x, 1).shape() == kten::Shape{2, 3, 4});
+  CHECK(kten::log_softmax(x, -1).shape() == kten::Shape{2, 3, 4});
+  CHECK(kten::logsumexp(x, 2).shape() == kten::Shape{2, 3});
+  CHECK(kten::logsumexp(x, 2, /*keepdim=*/true).shape() == kten::Shape{2, 3, 1});
+  // Reductions over several axes, braced or as a vector: sum, mean, max, min (values), norm (L2), var (unbiased).
+  CHECK(kten::sum(x, {0, 2}, /*keepdim=*/true).shape() == kten::Shape{1, 3, 1});
+  const std::vector<int> axes{0, 2};
+  using Reduction = kten::Tensor (*)(const kten::Tensor&, const std::vector<int>&, bool);
+  for (Reduction reduce : std::initializer_list<Reduction>{kten::sum, kten::mean, kten::max, kten::min, kten::norm, kten::var}) {
+    CHECK(reduce(x, axes, false).shape() == kten::Shape{3});
+    CHECK(reduce(x, {-1}, true).shape() == kten::Shape{2, 3, 1});
+  }
+  // matmul on batches (..., m, k) x (..., k, n) with broadcast batch axes, and on a matrix and a vector.
+  auto W = kten::rand({4, 5}, d, 4, kten::float64);
+  CHECK(kten::matmul(x, W).shape() == kten::Shape{2, 3, 5});
+  CHECK(kten::matmul(kten::rand({5, 1, 3, 4}, d, 5, kten::float64), kten::rand({2, 4, 6}, d, 6, kten::float64)).shape() ==
+        kten::Shape{5, 2, 3, 6});
+  auto v = kten::rand({4}, d, 7, kten::float64);
+  CHECK(kten::matmul(W.transpose(), v).shape() == kten::Shape{5});
+  CHECK(kten::matmul(v, W).shape() == kten::Shape{5});
+  CHECK(kten::matmul(v, v).shape() == kten::Shape{});
+  // Each is differentiable.
+  auto loss = kten::sum(kten::softmax(x, 1) * kten::logsumexp(x, 0, true)) + kten::var(x, {1, 2}).sum() +
+              kten::norm(kten::matmul(x, W), {0, 2}).sum();
+  loss.backward();
+  CHECK(x.grad().shape() == x.shape());
 }

@@ -3,6 +3,9 @@
 /// \brief Operations on tensors. Each runs on its inputs' device and returns a tensor there;
 /// inputs on different devices throw kten::DeviceMismatch, mixed dtypes kten::DTypeError.
 
+#include <initializer_list>
+#include <vector>
+
 #include <kten/tensor.hpp>
 
 namespace kten {
@@ -55,25 +58,55 @@ Tensor sigmoid(const Tensor& x);
 /// \brief Elementwise hyperbolic tangent.
 Tensor tanh(const Tensor& x);
 
+// Reductions: over every element (a 0-d tensor on x's device, no host synchronisation), along one
+// axis (removed), or over several axes (removed, or kept as extent 1 with keepdim). Axes may be
+// negative (counting from the end) and are named at most once (ShapeError otherwise); an empty
+// list means every axis, as PyTorch 1.13's sum(x, dim=[]); a 0-d tensor takes axis 0 or -1. Each
+// has a gradient. A braced list picks the several-axes form: sum(x, {0, 2}), sum(x, {}, true).
+
 /// \brief Sum of all elements: a 0-d tensor on x's device (no host synchronisation).
 Tensor sum(const Tensor& x);
 /// \brief Sum along one axis (negative counts from the end); the axis is removed.
 Tensor sum(const Tensor& x, int axis);
-/// \brief Mean of all elements: a 0-d tensor on x's device.
+/// \brief Sum over several axes (torch.sum(x, dim, keepdim)).
+Tensor sum(const Tensor& x, const std::vector<int>& axes, bool keepdim = false);
+/// \brief Mean of all elements: a 0-d tensor on x's device; NaN for an empty tensor.
 Tensor mean(const Tensor& x);
 /// \brief Mean along one axis.
 Tensor mean(const Tensor& x, int axis);
+/// \brief Mean over several axes (torch.mean(x, dim, keepdim)).
+Tensor mean(const Tensor& x, const std::vector<int>& axes, bool keepdim = false);
 /// \brief Largest element: a 0-d tensor on x's device; ShapeError for an empty tensor.
 Tensor max(const Tensor& x);
 /// \brief Largest element along one axis.
 Tensor max(const Tensor& x, int axis);
+/// \brief Largest element over several axes (torch.amax; ShapeError when they hold no element).
+/// Its gradient goes to the elements equal to the result, shared evenly among ties.
+Tensor max(const Tensor& x, const std::vector<int>& axes, bool keepdim = false);
+/// \brief Smallest element: a 0-d tensor on x's device; ShapeError for an empty tensor.
+Tensor min(const Tensor& x);
+/// \brief Smallest element along one axis.
+Tensor min(const Tensor& x, int axis);
+/// \brief Smallest element over several axes (torch.amin), its gradient as max's.
+Tensor min(const Tensor& x, const std::vector<int>& axes, bool keepdim = false);
 /// \brief Frobenius (L2) norm of all elements: a 0-d tensor on x's device.
 Tensor norm(const Tensor& x);
 /// \brief L2 norm along one axis.
 Tensor norm(const Tensor& x, int axis);
+/// \brief L2 norm over several axes (torch.linalg.vector_norm(x, 2, dim, keepdim)); its gradient
+/// x / norm is 0 where the norm is 0.
+Tensor norm(const Tensor& x, const std::vector<int>& axes, bool keepdim = false);
+/// \brief Unbiased variance of all elements (torch.var: squared deviations from the mean over
+/// n - 1, computed in two passes); NaN for fewer than two elements.
+Tensor var(const Tensor& x);
+/// \brief Unbiased variance along one axis.
+Tensor var(const Tensor& x, int axis);
+/// \brief Unbiased variance over several axes (torch.var(x, dim, unbiased=True, keepdim)).
+Tensor var(const Tensor& x, const std::vector<int>& axes, bool keepdim = false);
 
-// Comparisons, selection and indexing. None is differentiable. Comparisons and where() take
-// every dtype; index tensors are int64.
+// Comparisons, selection and indexing. Comparisons and where() take every dtype; index tensors
+// are int64. where(), index_select() and gather() are differentiable in their float operands;
+// comparisons and argmax() are not.
 
 /// \brief a == b elementwise with NumPy broadcasting -> boolean. a and b have one dtype (convert
 /// with astype() otherwise); NaN equals nothing, itself included (IEEE).
@@ -130,7 +163,36 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& indices);
 /// has index's shape. Indices are checked as for index_select (IndexError, one host synchronisation).
 Tensor gather(const Tensor& x, int axis, const Tensor& index);
 
-/// \brief Matrix product: (m x k) * (k x n) -> (m x n), or (m x k) * (k) -> (m).
+
+/// \brief sum, mean, max, min, norm and var of a braced list of axes: name(x, {0, 2}, keepdim) is
+/// name(x, std::vector<int>{0, 2}, keepdim), and name(x, {}) reduces every axis. Without these a
+/// braced list would convert to int ({1}, and {} to axis 0) and pick the one-axis form.
+#define KTEN_BRACED_AXES(name)                                                                     \
+  inline Tensor name(const Tensor& x, std::initializer_list<int> axes, bool keepdim = false) {     \
+    return name(x, std::vector<int>(axes), keepdim);                                              \
+  }
+KTEN_BRACED_AXES(sum)
+KTEN_BRACED_AXES(mean)
+KTEN_BRACED_AXES(max)
+KTEN_BRACED_AXES(min)
+KTEN_BRACED_AXES(norm)
+KTEN_BRACED_AXES(var)
+#undef KTEN_BRACED_AXES
+
+/// \brief Softmax along `axis`: exp(x - max) / sum(exp(x - max)) (stable for any finite x; NaN
+/// propagates, and a slice holding +inf, or only -inf, gives NaN, as PyTorch). Differentiable.
+Tensor softmax(const Tensor& x, int axis);
+/// \brief log(softmax(x, axis)) computed stably as (x - max) - log(sum(exp(x - max))), as PyTorch.
+Tensor log_softmax(const Tensor& x, int axis);
+/// \brief log(sum(exp(x), axis)) without overflow (torch.logsumexp): NaN when an element is NaN,
+/// else +inf when one is +inf, -inf when every one is -inf (an empty axis included). Differentiable.
+Tensor logsumexp(const Tensor& x, int axis, bool keepdim = false);
+
+/// \brief Matrix product with torch.matmul's rules: (m x k) * (k x n) -> (m x n); a vector on the
+/// left is a row, dropped from the result, and on the right a column: (k) * (k) -> a 0-d dot
+/// product, (m x k) * (k) -> (m), (k) * (k x n) -> (n); more than 2 axes are batches of matrices,
+/// (..., m, k) * (..., k, n) -> (..., m, n), their batch axes broadcast like NumPy (a matrix or a
+/// vector applies to every batch). ShapeError for a 0-d operand or differing k. Differentiable.
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// \brief Transposed view of a 2-D tensor (x.transpose(); shares storage, no copy).
 Tensor transpose(const Tensor& x);

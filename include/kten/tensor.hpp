@@ -172,10 +172,18 @@ class Tensor {
   Tensor max() const;
   /// \brief Largest element along `axis`.
   Tensor max(int axis) const;
+  /// \brief Smallest element, a 0-d tensor on this device (ShapeError when empty).
+  Tensor min() const;
+  /// \brief Smallest element along `axis`.
+  Tensor min(int axis) const;
   /// \brief Frobenius (L2) norm, a 0-d tensor on this device.
   Tensor norm() const;
   /// \brief L2 norm along `axis`.
   Tensor norm(int axis) const;
+  /// \brief Unbiased variance (torch.var), a 0-d tensor on this device.
+  Tensor var() const;
+  /// \brief Unbiased variance along `axis`.
+  Tensor var(int axis) const;
   /// \brief The transposed view of a 2-D tensor (transpose(0, 1); no copy).
   Tensor transpose() const;
 
