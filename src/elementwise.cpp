@@ -207,13 +207,22 @@ Tensor fma(const Tensor& a_in, const Tensor& b_in, const Tensor& c_in) {
 namespace {
 // A unary operation whose gradient is a function of (its input x, its output y, the incoming g).
 template <class Op, class Gradient>
-Tensor differentiable_unary(const char* label, const Tensor& x, Gradient gradient) {
-  Tensor y = unary<Op>(label, x);
+Tensor differentiable_unary(const char* label, const Tensor& x, Gradient gradient, Op op = Op{}) {
+  Tensor y = unary(label, x, op);
   if (recording(x))
     record(label, y, {&x}, [x = saved(x), y = saved(y), gradient](const Tensor& g, const Needs&) {
       return Grads{gradient(x, y, g)};
     });
   return y;
+}
+
+// A unary operation whose gradient is one kernel grad(x, g), or grad(y, g) of its output y.
+enum class GradOf { input, output };
+template <GradOf of = GradOf::input, class Op, class Grad>
+Tensor unary_with_grad_kernel(const char* label, const char* grad_label, const Tensor& x, Op op, Grad grad) {
+  return differentiable_unary(label, x, [grad_label, grad](const Tensor& x, const Tensor& y, const Tensor& g) {
+    return elementwise_binary(grad_label, of == GradOf::input ? x : y, g, grad);
+  }, op);
 }
 }  // namespace
 
@@ -226,11 +235,7 @@ Tensor log(const Tensor& x) {
 Tensor sqrt(const Tensor& x) {
   return differentiable_unary<Sqrt>("kten::sqrt", x, [](const Tensor&, const Tensor& y, const Tensor& g) { return g / (y * 2.0); });
 }
-Tensor abs(const Tensor& x) {
-  return differentiable_unary<Abs>("kten::abs", x, [](const Tensor& x, const Tensor&, const Tensor& g) {
-    return elementwise_binary("kten::abs_grad", x, g, AbsGrad{});
-  });
-}
+Tensor abs(const Tensor& x) { return unary_with_grad_kernel("kten::abs", "kten::abs_grad", x, Abs{}, AbsGrad{}); }
 Tensor neg(const Tensor& x) {
   return differentiable_unary<Neg>("kten::neg", x, [](const Tensor&, const Tensor&, const Tensor& g) { return -g; });
 }
@@ -241,15 +246,70 @@ Tensor detail::relu_grad(const Tensor& x, const Tensor& grad) {
   return elementwise_binary("kten::relu_grad", x, grad, ReluGrad{});
 }
 Tensor sigmoid(const Tensor& x) {
-  return differentiable_unary<Sigmoid>("kten::sigmoid", x, [](const Tensor&, const Tensor& y, const Tensor& g) {
-    return elementwise_binary("kten::sigmoid_grad", y, g, SigmoidGrad{});
-  });
+  return unary_with_grad_kernel<GradOf::output>("kten::sigmoid", "kten::sigmoid_grad", x, Sigmoid{}, SigmoidGrad{});
 }
 Tensor tanh(const Tensor& x) {
-  return differentiable_unary<Tanh>("kten::tanh", x, [](const Tensor&, const Tensor& y, const Tensor& g) {
-    return elementwise_binary("kten::tanh_grad", y, g, TanhGrad{});
-  });
+  return unary_with_grad_kernel<GradOf::output>("kten::tanh", "kten::tanh_grad", x, Tanh{}, TanhGrad{});
 }
+Tensor sin(const Tensor& x) { return unary_with_grad_kernel("kten::sin", "kten::sin_grad", x, Sin{}, SinGrad{}); }
+Tensor cos(const Tensor& x) { return unary_with_grad_kernel("kten::cos", "kten::cos_grad", x, Cos{}, CosGrad{}); }
+Tensor log1p(const Tensor& x) { return unary_with_grad_kernel("kten::log1p", "kten::log1p_grad", x, Log1p{}, Log1pGrad{}); }
+Tensor expm1(const Tensor& x) {
+  return unary_with_grad_kernel<GradOf::output>("kten::expm1", "kten::expm1_grad", x, Expm1{}, Expm1Grad{});
+}
+Tensor erf(const Tensor& x) { return unary_with_grad_kernel("kten::erf", "kten::erf_grad", x, Erf{}, ErfGrad{}); }
+Tensor gelu(const Tensor& x) { return unary_with_grad_kernel("kten::gelu", "kten::gelu_grad", x, Gelu{}, GeluGrad{}); }
+Tensor silu(const Tensor& x) { return unary_with_grad_kernel("kten::silu", "kten::silu_grad", x, Silu{}, SiluGrad{}); }
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  return unary_with_grad_kernel("kten::softplus", "kten::softplus_grad", x, Softplus{beta, threshold},
+                                SoftplusGrad{beta, threshold});
+}
+Tensor clamp(const Tensor& x, double lo, double hi) {
+  return unary_with_grad_kernel("kten::clamp", "kten::clamp_grad", x, Clamp{lo, hi}, ClampGrad{lo, hi});
+}
+Tensor pow(const Tensor& x, double exponent) {
+  const PowScalarGrad grad{PowScalar::of(exponent - 1), exponent};
+  return differentiable_unary("kten::pow_scalar", x, [grad](const Tensor& x, const Tensor&, const Tensor& g) {
+    if (grad.e == 0) return zeros(x.shape(), x.device(), x.dtype());  // PyTorch's, even where g is NaN or inf
+    return elementwise_binary("kten::pow_scalar_grad", x, g, grad);
+  }, PowScalar::of(exponent));
+}
+
+Tensor pow(const Tensor& a, const Tensor& b) {
+  constexpr const char* label = "kten::pow";
+  Tensor out = elementwise_binary(label, a, b, Pow{});
+  if (recording(a, b))
+    record(label, out, {&a, &b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& needs) {
+      Tensor ga, gb;
+      if (needs[0]) {  // where(b == 0, 0, g b a^(b-1)): the mask wins over a NaN or infinite g
+        const Tensor t = elementwise_binary("kten::pow_base_factor", a, b, PowBaseFactor{}) * g;
+        ga = sum_to(elementwise_binary("kten::pow_base_mask", t, b, ZeroWhereExponentZero{}), a.shape());
+      }
+      if (needs[1]) gb = sum_to(g * elementwise_binary("kten::pow_exponent_factor", a, b, PowExponentFactor{}), b.shape());
+      return Grads{ga, gb};
+    });
+  return out;
+}
+
+namespace {
+// maximum or minimum: g goes to the input that is the result, half to each at a tie (PyTorch 1.13).
+template <class Op>
+Tensor extremum(const char* label, const Tensor& a, const Tensor& b, bool larger) {
+  Tensor out = elementwise_binary(label, a, b, Op{});
+  if (recording(a, b))
+    record(label, out, {&a, &b}, [a = saved(a), b = saved(b), larger](const Tensor& g, const Needs& needs) {
+      const auto share = [&](const Tensor& self, const Tensor& other) {
+        const Tensor w = elementwise_binary("kten::extremum_share", self, other, ExtremumShare{larger});
+        return sum_to(elementwise_binary("kten::extremum_grad", w, g, ShareOf{}), self.shape());
+      };
+      return Grads{needs[0] ? share(a, b) : Tensor(), needs[1] ? share(b, a) : Tensor()};
+    });
+  return out;
+}
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return extremum<Maximum>("kten::maximum", a, b, true); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return extremum<Minimum>("kten::minimum", a, b, false); }
 
 Tensor Tensor::astype(DType dtype) const {
   check_defined(*this, "astype()");

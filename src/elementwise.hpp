@@ -41,6 +41,140 @@ struct Sigmoid {
 };
 struct Tanh { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::tanh(x); } };
 
+// The ops below and their gradients compute what PyTorch 1.13's CPU kernels and derivatives.yaml
+// compute, in the same order, so the edge values (0, inf, NaN, ties) agree.
+struct Sin { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::sin(x); } };
+/// \brief sin's gradient: g cos(x).
+struct SinGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return g * math::cos(x); } };
+struct Cos { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::cos(x); } };
+/// \brief cos's gradient: g (-sin(x)).
+struct CosGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return g * -math::sin(x); } };
+struct Log1p { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::log1p(x); } };
+/// \brief log1p's gradient: g / (x + 1).
+struct Log1pGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return g / (x + T(1)); } };
+struct Expm1 { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::expm1(x); } };
+/// \brief expm1's gradient from its output y: g (y + 1).
+struct Expm1Grad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T y, T g) const { return g * (y + T(1)); } };
+struct Erf { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::erf(x); } };
+/// \brief erf's gradient: 2/sqrt(pi) e^(-x^2) g.
+struct ErfGrad {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return T(1.1283791670955126) * exp_approx(-(x * x)) * g; }
+};
+/// \brief Exact (erf) GELU: x Phi(x) = x/2 (1 + erf(x / sqrt 2)).
+struct Gelu {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x * T(0.5) * (T(1) + math::erf(x * T(0.7071067811865476))); }
+};
+/// \brief GELU's gradient: g (Phi(x) + x phi(x)); NaN at +-inf (inf * 0), as PyTorch.
+struct GeluGrad {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const {
+    const T cdf = T(0.5) * (T(1) + math::erf(x * T(0.7071067811865476)));
+    const T pdf = T(0.3989422804014327) * exp_approx(x * x * T(-0.5));
+    return g * (cdf + x * pdf);
+  }
+};
+/// \brief SiLU: x sigmoid(x) = x / (1 + e^-x) (NaN at -inf, as PyTorch).
+struct Silu { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x / (T(1) + exp_approx(-x)); } };
+/// \brief SiLU's gradient: g s (1 + x (1 - s)) with s = sigmoid(x).
+struct SiluGrad {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const {
+    const T s = T(1) / (T(1) + exp_approx(-x));
+    return g * s * (T(1) + x * (T(1) - s));
+  }
+};
+/// \brief softplus: log(1 + e^(beta x)) / beta, x itself where beta x > threshold.
+struct Softplus {
+  double beta, threshold;
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const {
+    const T bx = x * T(beta);
+    return bx > T(threshold) ? x : math::log1p(exp_approx(bx)) / T(beta);
+  }
+};
+/// \brief softplus's gradient: g z / (z + 1) with z = e^(beta x), g itself where beta x > threshold.
+struct SoftplusGrad {
+  double beta, threshold;
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const {
+    const T bx = x * T(beta), z = exp_approx(bx);
+    return bx > T(threshold) ? g : g * z / (z + T(1));
+  }
+};
+/// \brief clamp: min(max(x, lo), hi) (hi where lo > hi); every element NaN when a bound is NaN.
+struct Clamp {
+  double lo, hi;
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const {
+    const T l = T(lo), h = T(hi);
+    if (l != l || h != h) return l + h;
+    const T m = x < l ? l : x;
+    return h < m ? h : m;
+  }
+};
+/// \brief clamp's gradient: g where lo <= x <= hi (bounds included), else 0 (NaN x included).
+struct ClampGrad {
+  double lo, hi;
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x >= T(lo) && x <= T(hi) ? g : T(0); }
+};
+
+/// \brief x^e for a scalar e. PyTorch computes some exponents another way, and so does this: 0 and
+/// 1 (1 and x, NaN included), 0.5 (sqrt: -0 stays -0, -inf gives NaN), -0.5 (1 / sqrt), -1, 2, 3, -2
+/// (products); others through pow.
+struct PowScalar {
+  enum Kind { general, zero, one, half, minus_half, minus_one, two, three, minus_two };
+  Kind kind;
+  double e;
+  static PowScalar of(double e) {
+    const Kind kind = e == 0 ? zero : e == 1 ? one : e == 0.5 ? half : e == -0.5 ? minus_half : e == -1 ? minus_one
+                    : e == 2 ? two : e == 3 ? three : e == -2 ? minus_two : general;
+    return {kind, e};
+  }
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const {
+    switch (kind) {
+      case zero: return T(1);
+      case one: return x;
+      case half: return math::sqrt(x);
+      case minus_half: return T(1) / math::sqrt(x);
+      case minus_one: return T(1) / x;
+      case two: return x * x;
+      case three: return x * x * x;
+      case minus_two: return T(1) / (x * x);
+      default: return math::pow(x, T(e));
+    }
+  }
+};
+/// \brief pow(x, e)'s gradient for e != 0: g (e x^(e-1)), x^(e-1) as PowScalar computes it.
+struct PowScalarGrad {
+  PowScalar lower;  // x -> x^(e-1)
+  double e;
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return g * (T(e) * lower(x)); }
+};
+struct Pow { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return math::pow(a, b); } };
+/// \brief d(a^b)/da without g: b a^(b-1) (masked to 0 where b == 0 by ZeroWhereExponentZero).
+struct PowBaseFactor { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return b * math::pow(a, b - T(1)); } };
+/// \brief t, except 0 where the exponent b is 0, whatever t is (PyTorch's where(b == 0, 0, g ...)).
+struct ZeroWhereExponentZero { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T t, T b) const { return b == T(0) ? T(0) : t; } };
+/// \brief d(a^b)/db without g: a^b log(a), 0 where a == 0 and b >= 0 (PyTorch's mask).
+struct PowExponentFactor {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const {
+    return a == T(0) && b >= T(0) ? T(0) : math::pow(a, b) * math::log(a);
+  }
+};
+/// \brief torch.maximum: the larger, NaN when either is NaN.
+struct Maximum {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return a != a ? a : b != b ? b : a < b ? b : a; }
+};
+/// \brief torch.minimum: the smaller, NaN when either is NaN.
+struct Minimum {
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return a != a ? a : b != b ? b : b < a ? b : a; }
+};
+/// \brief The share of maximum's (larger) or minimum's gradient that goes to `self`: 1/2 at a tie,
+/// 0 where `other` is the result, else 1 (NaN on either side included, as PyTorch 1.13).
+struct ExtremumShare {
+  bool larger;
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T self, T other) const {
+    return self == other ? T(0.5) : (larger ? self < other : other < self) ? T(0) : T(1);
+  }
+};
+/// \brief w g, but 0 where the share w is 0 whatever g is (PyTorch's masked_fill of the gradient).
+struct ShareOf { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T w, T g) const { return w == T(0) ? T(0) : w * g; } };
+
 template <class T> struct AddScalar { T s; KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x + s; } };
 template <class T> struct ScalarSub { T s; KOKKOS_INLINE_FUNCTION T operator()(T x) const { return s - x; } };
 template <class T> struct MulScalar { T s; KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x * s; } };
@@ -247,10 +381,10 @@ Tensor elementwise_unary(const char* label, const Tensor& x, MakeOp make_op) {
   return out;
 }
 
-/// \brief A new tensor Op{}(x): a unary elementwise operation is a functor and this one call.
+/// \brief A new tensor op(x): a unary elementwise operation is a functor and this one call.
 template <class Op>
-Tensor unary(const char* label, const Tensor& x) {
-  return elementwise_unary(label, x, [](auto) { return Op{}; });
+Tensor unary(const char* label, const Tensor& x, Op op = Op{}) {
+  return elementwise_unary(label, x, [op](auto) { return op; });
 }
 
 /// \brief out[i] = op(a[ia], b[ib]): the flat output index is decomposed into coordinates and

@@ -194,6 +194,16 @@ Tensor Tensor::abs() const { return kten::abs(*this); }
 Tensor Tensor::relu() const { return kten::relu(*this); }
 Tensor Tensor::sigmoid() const { return kten::sigmoid(*this); }
 Tensor Tensor::tanh() const { return kten::tanh(*this); }
+Tensor Tensor::pow(double exponent) const { return kten::pow(*this, exponent); }
+Tensor Tensor::pow(const Tensor& exponent) const { return kten::pow(*this, exponent); }
+Tensor Tensor::maximum(const Tensor& other) const { return kten::maximum(*this, other); }
+Tensor Tensor::minimum(const Tensor& other) const { return kten::minimum(*this, other); }
+Tensor Tensor::clamp(double lo, double hi) const { return kten::clamp(*this, lo, hi); }
+Tensor Tensor::sin() const { return kten::sin(*this); }
+Tensor Tensor::cos() const { return kten::cos(*this); }
+Tensor Tensor::log1p() const { return kten::log1p(*this); }
+Tensor Tensor::expm1() const { return kten::expm1(*this); }
+Tensor Tensor::erf() const { return kten::erf(*this); }
 Tensor Tensor::sum() const { return kten::sum(*this); }
 Tensor Tensor::sum(int axis) const { return kten::sum(*this, axis); }
 Tensor Tensor::mean() const { return kten::mean(*this); }

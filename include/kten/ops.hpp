@@ -58,6 +58,41 @@ Tensor sigmoid(const Tensor& x);
 /// \brief Elementwise hyperbolic tangent.
 Tensor tanh(const Tensor& x);
 
+// Differentiable like every op here, with PyTorch 1.13's values and gradients at the edges.
+
+/// \brief Elementwise x^exponent (torch.pow): exponents 0.5 and -0.5 are sqrt and 1/sqrt (so
+/// pow(-inf, 0.5) is NaN), 0 gives 1 everywhere, NaN included, and a gradient of 0.
+Tensor pow(const Tensor& x, double exponent);
+/// \brief Elementwise a^b with NumPy broadcasting; d/db is a^b log(a), taken as 0 where a == 0 and
+/// b >= 0, and d/da is 0 where b == 0 (as PyTorch).
+Tensor pow(const Tensor& a, const Tensor& b);
+/// \brief Elementwise larger of a and b with broadcasting (torch.maximum): NaN when either is NaN;
+/// at a tie each input gets half the gradient.
+Tensor maximum(const Tensor& a, const Tensor& b);
+/// \brief Elementwise smaller of a and b with broadcasting (torch.minimum): NaN when either is
+/// NaN; at a tie each input gets half the gradient.
+Tensor minimum(const Tensor& a, const Tensor& b);
+/// \brief Elementwise min(max(x, lo), hi) (hi everywhere when lo > hi; NaN everywhere when a bound
+/// is NaN); the gradient passes where lo <= x <= hi, bounds included, and is 0 elsewhere.
+Tensor clamp(const Tensor& x, double lo, double hi);
+/// \brief Elementwise sine.
+Tensor sin(const Tensor& x);
+/// \brief Elementwise cosine.
+Tensor cos(const Tensor& x);
+/// \brief Elementwise log(1 + x), accurate for small x.
+Tensor log1p(const Tensor& x);
+/// \brief Elementwise e^x - 1, accurate for small x.
+Tensor expm1(const Tensor& x);
+/// \brief Elementwise error function.
+Tensor erf(const Tensor& x);
+/// \brief Elementwise log(1 + e^(beta x)) / beta, and x itself where beta x > threshold
+/// (torch.nn.functional.softplus).
+Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
+/// \brief Elementwise exact GELU, x/2 (1 + erf(x / sqrt 2)) (torch.nn.functional.gelu, approximate='none').
+Tensor gelu(const Tensor& x);
+/// \brief Elementwise SiLU (swish), x / (1 + e^-x).
+Tensor silu(const Tensor& x);
+
 // Reductions: over every element (a 0-d tensor on x's device, no host synchronisation), along one
 // axis (removed), or over several axes (removed, or kept as extent 1 with keepdim). Axes may be
 // negative (counting from the end) and are named at most once (ShapeError otherwise); an empty

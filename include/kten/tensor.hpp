@@ -160,6 +160,26 @@ class Tensor {
   Tensor sigmoid() const;
   /// \brief Elementwise hyperbolic tangent.
   Tensor tanh() const;
+  /// \brief kten::pow(*this, exponent).
+  Tensor pow(double exponent) const;
+  /// \brief kten::pow(*this, exponent), broadcasting.
+  Tensor pow(const Tensor& exponent) const;
+  /// \brief kten::maximum(*this, other).
+  Tensor maximum(const Tensor& other) const;
+  /// \brief kten::minimum(*this, other).
+  Tensor minimum(const Tensor& other) const;
+  /// \brief kten::clamp(*this, lo, hi).
+  Tensor clamp(double lo, double hi) const;
+  /// \brief Elementwise sine.
+  Tensor sin() const;
+  /// \brief Elementwise cosine.
+  Tensor cos() const;
+  /// \brief Elementwise log(1 + x).
+  Tensor log1p() const;
+  /// \brief Elementwise e^x - 1.
+  Tensor expm1() const;
+  /// \brief Elementwise error function.
+  Tensor erf() const;
   /// \brief Sum of all elements, a 0-d tensor on this device.
   Tensor sum() const;
   /// \brief Sum along `axis` (negative counts from the end); the axis is removed.
