@@ -110,6 +110,7 @@ struct Fixed {
 template <class Operand>
 struct FixedTraits {
   static constexpr bool fixed = false;
+  using type = float;  // never used: nvcc 11.8 names it in the discarded `if constexpr` branch below
 };
 template <class U>
 struct FixedTraits<Fixed<U>> {
