@@ -489,7 +489,7 @@ class Case {
         ++summary_.fd_points;
       }
       const Diff d = compare(analytic, numeric, nullptr, {1e-3, 1e-5});
-      if (!d.ok) fail("fd[" + std::to_string(i) + "]", "kten's gradient (got) differs from central differences (want)", &d, inputs_[i].shape);
+      if (!d.ok) fail("fd[" + std::to_string(i) + "]", "kten's gradient differs from central differences", &d, inputs_[i].shape);
     }
   }
 
@@ -505,10 +505,9 @@ class Case {
     f.message = message;
     std::ostringstream layout;
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
-      Shape strides(inputs_[i].shape.size());
       // The view's strides, as kten and PyTorch both have them.
-      at::Tensor probe = apply_view(at::empty(inputs_[i].base_shape), inputs_[i]);
-      strides.assign(probe.strides().begin(), probe.strides().end());
+      const at::Tensor probe = apply_view(at::empty(inputs_[i].base_shape), inputs_[i]);
+      const Shape strides(probe.strides().begin(), probe.strides().end());
       layout << (i ? "; " : "") << "x" << i << " " << shape_str(inputs_[i].shape) << " strides " << shape_str(strides)
              << " " << describe(inputs_[i]);
     }
@@ -531,7 +530,7 @@ class Case {
          << "     inputs: " << f.layout << "\n";
     if (!f.worst.empty())
       out_ << "     max abs error " << f.max_abs << ", max rel error " << f.max_rel << "; worst at " << f.worst << ": kten "
-           << f.got << ", torch " << f.want << "\n";
+           << f.got << (f.check.rfind("fd", 0) == 0 ? ", finite differences " : ", torch ") << f.want << "\n";
   }
 
   const Row& row_;

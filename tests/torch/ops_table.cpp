@@ -1,6 +1,6 @@
 // Every kten operation against PyTorch: one row each. Adding an op is adding its row:
 //
-//   op("cube", broadcast(1), KTEN(x[0] * x[0] * x[0]), TORCH(x[0].pow(3))),
+//   op("cube", broadcast(1), KTEN(kten::cube(x[0])), TORCH(at::pow(x[0], 3))),
 //
 // with the input domain (.on(Domain::positive) for log-like ops, Domain::nonzero away from kinks at
 // 0, Domain::distinct for max-like ops), .no_fd() where finite differences mean nothing (kinks,

@@ -1,7 +1,5 @@
 // The harness must be able to fail: rows with planted faults, each of which has to be reported by
 // the checks that can see it (and only by those), next to an honest control row that must pass.
-#include <algorithm>
-#include <cmath>
 #include <limits>
 #include <ostream>
 #include <set>
