@@ -38,16 +38,21 @@ enum class Domain {
 struct ShapeOptions {
   bool empty = false;  // some extent 0 (the output is empty)
   bool small = false;  // at most 12 elements per input (finite differences)
+  bool large = false;  // 6,000 to 20,000 elements (products: 16 to 80 per side), past the kernels'
+                       // serial grains, so that the parallel and tiled paths run
 };
 
 /// The input shapes of one case: `arity` shapes from `make`.
 struct ShapeGen {
   int arity;
   std::function<std::vector<Shape>(Rng&, const ShapeOptions&)> make;
+  // The inputs broadcast elementwise to the output (broadcast() of 2 or more): the gradient of a
+  // stretched input is a sum over the stretched axes, compared relative to the size of its terms.
+  bool elementwise = false;
 };
 
 /// `arity` shapes that broadcast together (rank 0..4, extents 1..4, some stretched from 1, some
-/// with fewer axes); arity 1: one shape of rank >= min_rank.
+/// with fewer axes; see ShapeOptions for large ones); arity 1: one shape of rank >= min_rank.
 ShapeGen broadcast(int arity, int min_rank = 0);
 /// `arity` equal shapes of rank >= min_rank.
 ShapeGen same_shape(int arity, int min_rank = 0);
@@ -58,7 +63,7 @@ ShapeGen matvec_shapes();
 /// `arity` shapes equal except along `dim`.
 ShapeGen cat_shapes(int arity, int dim);
 
-/// |kten - torch| <= atol + rtol * scale, elementwise.
+/// |kten - torch| <= atol + rtol * |torch|, elementwise (see Row::term_scale for sums).
 struct Tolerance {
   double rtol;
   double atol;
@@ -80,8 +85,14 @@ struct Row {
   bool special_grad = true;    // gradients compared in the NaN/inf pass too
   std::string special_grad_note;
   // Tolerances relative to the op applied to |inputs| (and |w| for gradients) instead of to the
-  // result: sums and products, whose rounding scales with their terms, not with a cancelled result.
+  // result: sums and products, whose rounding scales with their terms, not with a cancelled result,
+  // and with their length: rtol, or (n + 1) u for n terms when that is larger (the bound any order
+  // of additions meets; a long axis on an emulated GPU is one chain).
   bool term_scale = false;
+  // PyTorch computes the float32 cases in float64 from the same inputs, rounded to float32 at the
+  // end: the reference where PyTorch's own float32 result is less accurate than the tolerance.
+  bool torch64 = false;
+  std::string torch64_note;
   Tolerance f32{1e-5, 1e-6};
   Tolerance f64{1e-10, 1e-12};
 
@@ -103,6 +114,12 @@ struct Row {
   }
   /// Tolerances relative to the size of the terms (see term_scale).
   Row sums() && { term_scale = true; return std::move(*this); }
+  /// PyTorch computes in float64 (see torch64), saying why.
+  Row float64_reference(std::string why) && {
+    torch64 = true;
+    torch64_note = std::move(why);
+    return std::move(*this);
+  }
   /// float32 tolerances (transcendental ops may need more than the default).
   Row tol32(double rtol, double atol) && { f32 = {rtol, atol}; return std::move(*this); }
   /// float64 tolerances.
@@ -118,6 +135,7 @@ struct Config {
   std::uint64_t seed = 0;
   int random_cases = 10;  // contiguous inputs
   int strided_cases = 6;  // every input a view: transposed, narrowed or expanded
+  int large_cases = 4;    // large shapes (every second one strided)
   int empty_cases = 2;    // some extent 0
   int special_cases = 6;  // NaN, +inf, -inf planted (half of them in strided views)
   int fd_cases = 4;       // float64, small shapes

@@ -50,7 +50,7 @@ int main(int argc, char* argv[]) {
     else if (arg == "--cases" && has_value) {
       const int k = std::atoi(argv[++i]);
       if (k < 1) return usage(argv[0]);
-      for (int* n : {&config.random_cases, &config.strided_cases, &config.empty_cases, &config.special_cases, &config.fd_cases}) *n *= k;
+      for (int* n : {&config.random_cases, &config.strided_cases, &config.large_cases, &config.empty_cases, &config.special_cases, &config.fd_cases}) *n *= k;
     } else return usage(argv[0]);
   }
   const char* device = std::getenv("KTEN_TEST_DEVICE");
