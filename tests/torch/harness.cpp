@@ -417,8 +417,15 @@ class Case {
       return;
     }
     const at::Tensor tw = torch_from(w, shape_of(tout), kout.dtype()).to(tout.scalar_type());
-    (tout * tw).sum().backward();
-    const std::vector<at::Tensor> scales = row_.term_scale ? term_scale_gradients(tx, w) : broadcast_gradient_scales(tx, tout, tw);
+    std::vector<at::Tensor> scales;
+    try {
+      (tout * tw).sum().backward();
+      scales = row_.term_scale ? term_scale_gradients(tx, w) : broadcast_gradient_scales(tx, tout, tw);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      fail("backward", "PyTorch's backward threw: " + what.substr(0, what.find('\n')));
+      return;
+    }
     for (std::size_t i = 0; i < kx.size(); ++i) {
       const std::string name = "grad[" + std::to_string(i) + "]";
       ++summary_.gradient_checks;
@@ -430,7 +437,12 @@ class Case {
       const std::int64_t terms = row_.term_scale ? largest_input() : kout.numel() / std::max<std::int64_t>(1, kx[i].numel());
       check(name, kgrads[i], rounded(tx[i].grad()), scales.empty() ? at::Tensor() : scales[i], terms);
     }
-    if (pass_ == fd_pass) finite_differences(kgrads, w);
+    if (pass_ != fd_pass) return;
+    try {
+      finite_differences(kgrads, w);
+    } catch (const std::exception& e) {
+      fail("fd", std::string("kten threw during finite differences: ") + e.what());
+    }
   }
 
  private:

@@ -5,8 +5,9 @@
 // with the input domain (.on(Domain::positive) for log-like ops, Domain::nonzero away from kinks at
 // 0, Domain::distinct for max-like ops), .no_fd() where finite differences mean nothing (kinks,
 // ties), .sums() for sums and products (tolerances relative to their terms), .tol32(rtol, atol)
-// for transcendental ops that need it, and .no_special_grad("why") where PyTorch's gradient at NaN
-// or inf is an accident of its formula rather than a definition. harness.hpp says what each means.
+// for transcendental ops that need it, .float64_reference("why") where PyTorch's own float32 result
+// is less accurate than that, and .no_special_grad("why") where PyTorch's gradient at NaN or inf is
+// an accident of its formula rather than a definition. harness.hpp says what each means.
 #include "harness.hpp"
 
 namespace kten::torch_harness {
