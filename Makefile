@@ -12,14 +12,24 @@ all: build
 setup:
 	@scripts/setup $(if $(filter cuda,$(PRESET)),--cuda) $(if $(filter hip,$(PRESET)),--hip) $(if $(filter clang% tsan,$(PRESET)),--clang)
 
+# A build configured without PyTorch (the torch-missing note, tests/torch/CMakeLists.txt) is
+# configured again once `scripts/setup --torch` has installed it.
 configure: setup
 	@test -f $(BUILD)/build.ninja || cmake --preset $(PRESET) $(CONFIGURE_ARGS)
+	@if [ -s $(BUILD)/torch-missing ] && [ -f "$$(cat $(BUILD)/torch-missing)" ]; then \
+	  echo "PyTorch is installed now: configuring $(BUILD) again for the torch label"; cmake --preset $(PRESET) $(CONFIGURE_ARGS); fi
 
 build: configure
 	cmake --build --preset $(PRESET)
 
+# The torch label (kten against PyTorch) runs when the build found PyTorch; otherwise make test
+# says that it was skipped and how to get it, after CTest's own summary.
 test: build
-	ctest --preset $(PRESET) -j $(shell nproc)
+	@echo "ctest --preset $(PRESET) -j $(shell nproc)"; status=0; ctest --preset $(PRESET) -j $(shell nproc) || status=$$?; \
+	if [ -f $(BUILD)/torch-missing ]; then \
+	  echo "make test: the torch label (kten against PyTorch) was SKIPPED: PyTorch's C++ library was not found."; \
+	  echo "           Install it with scripts/setup --torch (Debian's python3-torch and libtorch-dev), then make test again."; \
+	fi; exit $$status
 
 tour: build
 	$(BUILD)/examples/kten-tour $(ARGS)

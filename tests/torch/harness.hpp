@@ -1,0 +1,171 @@
+#pragma once
+// kten against PyTorch (libtorch, in process): the differential harness behind the CTest label
+// `torch`. A Row is one operation, written twice (a kten lambda and an ATen lambda over vectors of
+// tensors); the engine draws inputs (random shapes with broadcasting, empty tensors, strided views,
+// NaN and infinities), runs both, compares values and the gradients of sum(out * w), and checks
+// kten's gradients against central finite differences in float64. ops_table.cpp holds the rows.
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include <kten/kten.hpp>
+
+namespace kten::torch_harness {
+
+using KtenArgs = std::vector<kten::Tensor>;
+using TorchArgs = std::vector<at::Tensor>;
+using KtenFn = std::function<kten::Tensor(const KtenArgs&)>;
+using TorchFn = std::function<at::Tensor(const TorchArgs&)>;
+using Rng = std::mt19937_64;
+
+/// Where an input's values come from. The finite-difference check stays away from kinks by domain:
+/// a step of 1e-6 never crosses 0 from `nonzero` or `positive` values, nor a neighbour in `distinct`.
+enum class Domain {
+  normal,    // standard normal
+  positive,  // |N(0,1)| + 0.1 (log, sqrt)
+  nonzero,   // +-(|N(0,1)| + 0.1) (abs, relu, divisors)
+  distinct,  // all different, at least 0.05 apart (max without ties)
+  zeros,     // normal with about half the elements +0 or -0 (conventions at kinks; no FD)
+  ties,      // integers -1..2 (max with ties; no FD)
+};
+
+/// What a shape generator is asked for.
+struct ShapeOptions {
+  bool empty = false;  // some extent 0 (the output is empty)
+  bool small = false;  // at most 12 elements per input (finite differences)
+  bool large = false;  // 6,000 to 20,000 elements (products: 16 to 80 per side), past the kernels'
+                       // serial grains, so that the parallel and tiled paths run
+};
+
+/// The input shapes of one case: `arity` shapes from `make`.
+struct ShapeGen {
+  int arity;
+  std::function<std::vector<Shape>(Rng&, const ShapeOptions&)> make;
+  // The inputs broadcast elementwise to the output (broadcast() of 2 or more): the gradient of a
+  // stretched input is a sum over the stretched axes, compared relative to the size of its terms.
+  bool elementwise = false;
+};
+
+/// `arity` shapes that broadcast together (rank 0..4, extents 1..4, some stretched from 1, some
+/// with fewer axes; see ShapeOptions for large ones); arity 1: one shape of rank >= min_rank.
+ShapeGen broadcast(int arity, int min_rank = 0);
+/// `arity` equal shapes of rank >= min_rank.
+ShapeGen same_shape(int arity, int min_rank = 0);
+/// (m, k) and (k, n).
+ShapeGen matmul_shapes();
+/// (m, k) and (k).
+ShapeGen matvec_shapes();
+/// `arity` shapes equal except along `dim`.
+ShapeGen cat_shapes(int arity, int dim);
+
+/// |kten - torch| <= atol + rtol * |torch|, elementwise (see Row::term_scale for sums).
+struct Tolerance {
+  double rtol;
+  double atol;
+};
+
+/// One operation checked against PyTorch.
+struct Row {
+  Row(std::string name, ShapeGen shapes, KtenFn kten, TorchFn torch)
+      : name(std::move(name)), shapes(std::move(shapes)), kten(std::move(kten)), torch(std::move(torch)) {}
+
+  std::string name;
+  ShapeGen shapes;  // its arity is the row's
+  KtenFn kten;
+  TorchFn torch;
+  std::vector<Domain> domains{Domain::normal};  // one per input, or one for all
+  bool differentiable = true;  // gradients compared with PyTorch's
+  bool fd = true;              // kten's gradients against finite differences (float64)
+  bool empty = true;           // takes empty tensors
+  bool special_grad = true;    // gradients compared in the NaN/inf pass too
+  std::string special_grad_note;
+  // Tolerances relative to the op applied to |inputs| (and |w| for gradients) instead of to the
+  // result: sums and products, whose rounding scales with their terms, not with a cancelled result,
+  // and with their length: rtol, or (n + 1) u for n terms when that is larger (the bound any order
+  // of additions meets; a long axis on an emulated GPU is one chain).
+  bool term_scale = false;
+  // PyTorch computes the float32 cases in float64 from the same inputs, rounded to float32 at the
+  // end: the reference where PyTorch's own float32 result is less accurate than the tolerance.
+  bool torch64 = false;
+  std::string torch64_note;
+  Tolerance f32{1e-5, 1e-6};
+  Tolerance f64{1e-10, 1e-12};
+
+  /// The domain of every input.
+  Row on(Domain d) && { domains = {d}; return std::move(*this); }
+  /// One domain per input.
+  Row on(std::vector<Domain> d) && { domains = std::move(d); return std::move(*this); }
+  /// No gradient (compares values only).
+  Row no_grad() && { differentiable = false; fd = false; return std::move(*this); }
+  /// No finite-difference check (kinks, ties, dtype changes).
+  Row no_fd() && { fd = false; return std::move(*this); }
+  /// No empty inputs (the op refuses them, as PyTorch does).
+  Row no_empty() && { empty = false; return std::move(*this); }
+  /// Gradients not compared in the NaN/inf pass (values still are), saying why.
+  Row no_special_grad(std::string why) && {
+    special_grad = false;
+    special_grad_note = std::move(why);
+    return std::move(*this);
+  }
+  /// Tolerances relative to the size of the terms (see term_scale).
+  Row sums() && { term_scale = true; return std::move(*this); }
+  /// PyTorch computes in float64 (see torch64), saying why.
+  Row float64_reference(std::string why) && {
+    torch64 = true;
+    torch64_note = std::move(why);
+    return std::move(*this);
+  }
+  /// float32 tolerances (transcendental ops may need more than the default).
+  Row tol32(double rtol, double atol) && { f32 = {rtol, atol}; return std::move(*this); }
+  /// float64 tolerances.
+  Row tol64(double rtol, double atol) && { f64 = {rtol, atol}; return std::move(*this); }
+};
+
+/// The table of every kten operation (ops_table.cpp).
+std::vector<Row> op_table();
+
+/// How many cases of each pass a row gets per dtype.
+struct Config {
+  kten::Device device = kten::cpu();
+  std::uint64_t seed = 0;
+  int random_cases = 10;  // contiguous inputs
+  int strided_cases = 6;  // every input a view: transposed, narrowed or expanded
+  int large_cases = 4;    // large shapes (every second one strided)
+  int empty_cases = 2;    // some extent 0
+  int special_cases = 6;  // NaN, +inf, -inf planted (half of them in strided views)
+  int fd_cases = 4;       // float64, small shapes
+  bool verbose = false;   // a line per row
+};
+
+/// One reported difference.
+struct Failure {
+  std::string row, check, pass, dtype, device, layout, message;
+  std::uint64_t seed = 0;
+  int case_index = 0;
+  double max_abs = 0, max_rel = 0, got = 0, want = 0;
+  std::string worst;  // the worst element's index
+};
+
+/// What a run of rows did.
+struct Summary {
+  int rows = 0;
+  long cases = 0;
+  long value_checks = 0;     // forward comparisons
+  long gradient_checks = 0;  // one per input with a gradient
+  long fd_points = 0;        // elements checked by finite differences
+  long refused = 0;          // cases both kten and PyTorch refused (an exception on both sides)
+  std::vector<Failure> failures;
+};
+
+/// Runs every case of `rows` on config.device; failures are printed to `out` as they occur.
+Summary run_rows(const std::vector<Row>& rows, const Config& config, std::ostream& out);
+
+/// The planted faults (self_test.cpp): returns 0 when the harness reports each of them.
+int run_self_test(const Config& config, std::ostream& out);
+
+}  // namespace kten::torch_harness
