@@ -86,6 +86,19 @@ ShapeGen matmul_shapes() {
           }};
 }
 
+ShapeGen batched_matmul_shapes() {
+  return {2, [](Rng& rng, const ShapeOptions& o) {
+            std::int64_t e[3];
+            for (auto& x : e) x = o.large ? uniform_int(rng, 8, 24) : uniform_int(rng, 1, o.small ? 2 : 4);
+            if (o.empty) e[uniform_int(rng, 0, 2)] = 0;
+            // Batch axes that broadcast: (B, 1) against (C) or (B, C), B and C small.
+            const std::int64_t b = uniform_int(rng, 1, 3), c = uniform_int(rng, 1, 3);
+            Shape a{b, 1, e[0], e[1]}, w{c, e[1], e[2]};
+            if (uniform_int(rng, 0, 1) == 0) w = {e[1], e[2]};  // one matrix for every batch
+            return std::vector<Shape>{a, w};
+          }};
+}
+
 ShapeGen matvec_shapes() {
   return {2, [](Rng& rng, const ShapeOptions& o) {
             std::int64_t e[2];

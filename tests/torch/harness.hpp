@@ -58,6 +58,8 @@ ShapeGen broadcast(int arity, int min_rank = 0);
 ShapeGen same_shape(int arity, int min_rank = 0);
 /// (m, k) and (k, n).
 ShapeGen matmul_shapes();
+/// (b, 1, m, k) and (c, k, n) or (k, n): batches of matrices whose batch axes broadcast.
+ShapeGen batched_matmul_shapes();
 /// (m, k) and (k).
 ShapeGen matvec_shapes();
 /// `arity` shapes equal except along `dim`.
