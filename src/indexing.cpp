@@ -147,7 +147,10 @@ Tensor take(const char* label, const Tensor& x, int axis, const Tensor& index, L
   check_defined(x, label);
   check_dtype(label, "the index tensor", index, DType::int64, "convert it with .astype(kten::int64)");
   const int a = normalize_axis(label, x, axis);
-  const auto [shape, index_strides] = layout(a);
+  // Named, not a structured binding: the lambdas below capture them (nvcc refuses bindings there).
+  const std::pair<Shape, Shape> shape_and_strides = layout(a);
+  const Shape& shape = shape_and_strides.first;
+  const Shape& index_strides = shape_and_strides.second;
   check_same_device(label, x.device(), index.device());
   check_indices(label, index, x, a);
   Tensor out = empty(shape, x.device(), x.dtype());
