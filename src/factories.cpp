@@ -21,9 +21,10 @@ template <class T>
 struct ArangeKernel {
   T* out;
   double start, step;
+  std::int64_t int_start, int_step;  // an int64 range's, converted on the host (checked to fit)
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    if constexpr (std::is_same_v<T, std::int64_t>)  // integers (checked), exact past 2^53 too
-      out[i] = static_cast<std::int64_t>(start) + static_cast<std::int64_t>(step) * i;
+    if constexpr (std::is_same_v<T, std::int64_t>)  // integer arithmetic: exact past 2^53 too
+      out[i] = int_start + int_step * i;
     else
       out[i] = static_cast<T>(start + step * static_cast<double>(i));
   }
@@ -141,9 +142,12 @@ Tensor arange(double start, double stop, double step, const Device& device, DTyp
     detail::check_scalar_fits("arange()", start, dtype);
     detail::check_scalar_fits("arange()", start + stride * static_cast<double>(n - 1), dtype);
   }
+  const bool integers = dtype == DType::int64 && n > 0;  // start and stride were checked to fit above
+  const std::int64_t int_start = integers ? static_cast<std::int64_t>(start) : 0;
+  const std::int64_t int_stride = integers ? static_cast<std::int64_t>(stride) : 0;
   Tensor out = empty({n}, device, dtype);
   detail::launch_each_index<detail::Accepts::any>("kten::arange", n, [&](auto* o) {
-    return detail::ArangeKernel<std::remove_pointer_t<decltype(o)>>{o, start, stride};
+    return detail::ArangeKernel<std::remove_pointer_t<decltype(o)>>{o, start, stride, int_start, int_stride};
   }, out);
   return out;
 }
