@@ -78,6 +78,24 @@ struct TakeKernel {
   }
 };
 
+/// \brief *x += v, atomically among threads that add to the same element. On a GPU, Kokkos' hardware
+/// atomic. On the host, a compare-and-swap loop whose first read is atomic too: Kokkos 3.4's host
+/// loop starts from a plain read of *x, which races (for ThreadSanitizer, and for the C++ memory
+/// model) with the other threads' swaps.
+template <class T>
+KOKKOS_INLINE_FUNCTION void atomic_accumulate(T* x, T v) {
+#ifdef KOKKOS_ACTIVE_EXECUTION_MEMORY_SPACE_HOST
+  T seen;
+  __atomic_load(x, &seen, __ATOMIC_RELAXED);
+  T sum = seen + v;
+  // On failure `seen` becomes the current value and the sum is formed again from it.
+  while (!__atomic_compare_exchange(x, &seen, &sum, /*weak=*/true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    sum = seen + v;
+#else
+  Kokkos::atomic_add(x, v);
+#endif
+}
+
 /// \brief TakeKernel backwards: x[ix + index[ii] * step] += g[o], atomically since several outputs
 /// may have read one element (a repeated index). The order of those adds is not fixed on a GPU.
 template <class T>
@@ -90,7 +108,7 @@ struct ScatterAddKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
     std::int64_t ix, ii;
     s.offsets(o, ix, ii);
-    Kokkos::atomic_add(&x[ix + index[ii] * step], g[o]);
+    atomic_accumulate(&x[ix + index[ii] * step], g[o]);
   }
 };
 
