@@ -43,8 +43,9 @@ namespace {
 // Sizes are rounded up so that tensors of nearly equal size share blocks; nothing when the rounded
 // size does not fit in 64 bits.
 std::optional<std::size_t> block_size(std::size_t bytes) {
-  const std::size_t grain = bytes < (std::size_t(1) << 20) ? 512 : (std::size_t(2) << 20);
-  return checked_mul(bytes / grain + 1, grain);  // +1: never empty, so every storage has an address
+  const int grain_bits = bytes < (std::size_t(1) << 20) ? 9 : 21;  // 512 B, else 2 MiB; a shift, not a division
+  // +1: never empty, so every storage has an address.
+  return checked_mul((bytes >> grain_bits) + 1, std::size_t(1) << grain_bits);
 }
 
 OutOfMemory out_of_memory(const Device& device, std::size_t bytes, const char* what, const std::string& why) {

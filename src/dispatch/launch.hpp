@@ -149,7 +149,7 @@ template <Accepts accepts = Accepts::floats, class Kernel, class First, class...
 void launch_views(const char* op, Kernel&& kernel, const First& first, const Operands&... rest) {
   const Tensor& lead = operand_tensor(first);
   check_defined(lead, op);
-  check_operand(op, lead, first);
+  if constexpr (FixedTraits<First>::fixed) check_operand(op, lead, first);  // its dtype; a Tensor lead is the reference
   (check_operand(op, lead, rest), ...);
   Region region(op);
   const auto operands = std::forward_as_tuple(first, rest...);  // nvcc cannot capture a pack
