@@ -5,6 +5,7 @@
 // PyTorch 1.13 (the script is in the test), and kten must give the same doubles.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,8 +13,10 @@
 #include <ATen/ATen.h>
 #include <catch2/catch_template_test_macros.hpp>
 #include <catch2/catch_test_macros.hpp>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim.h>
+#include <torch/types.h>
+// Not self-contained: after the two above, which declare what it uses.
+#include <torch/nn/utils/clip_grad.h>
 
 #include <kten/kten.hpp>
 
@@ -176,7 +179,7 @@ TEMPLATE_TEST_CASE("clip_grad_norm_ returns and applies torch::nn::utils::clip_g
   using T = TestType;
   const Device d = device_under_test();
   const double rtol = sizeof(T) == 4 ? 2e-6 : 1e-14;
-  for (const double norm_type : {2.0, INFINITY, 1.0, 3.0}) {
+  for (const double norm_type : {2.0, std::numeric_limits<double>::infinity(), 1.0, 3.0}) {
     for (const double max_norm : {0.5, 30.0, 1e9}) {
       INFO("norm_type " << norm_type << ", max_norm " << max_norm);
       auto pair = make_pair<T>(d);
