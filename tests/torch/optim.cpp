@@ -18,16 +18,11 @@
 // Not self-contained: after the two above, which declare what it uses.
 #include <torch/nn/utils/clip_grad.h>
 
-#include <kten/kten.hpp>
+#include "../support.hpp"
 
 namespace {
 
 using namespace kten;
-
-Device device_under_test() {
-  const char* env = std::getenv("KTEN_TEST_DEVICE");
-  return env && std::string(env) == "gpu" ? gpu(0) : cpu();
-}
 
 template <class T>
 at::ScalarType scalar_type() {
@@ -145,12 +140,22 @@ std::vector<OptimizerCase> optimizer_cases() {
   };
 }
 
+// A maker of one schedule S(optimizer, args...), as the schedule table below takes them.
+template <class S, class... Args>
+auto alone(Args... args) {
+  return [=](optim::Optimizer& o) {
+    std::vector<std::unique_ptr<optim::LRScheduler>> s;
+    s.push_back(std::make_unique<S>(o, args...));
+    return s;
+  };
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("SGD, Adam and AdamW update as torch::optim's over several steps, with set_lr", "[torch][optim]", float,
                    double) {
   using T = TestType;
-  const Device d = device_under_test();
+  const Device d = test::device();
   // Each step's rounding differs (fused multiply-adds where PyTorch's vector code has them or not);
   // the differences stay at a few units in the last place over the steps.
   const double rtol = sizeof(T) == 4 ? 2e-6 : 1e-14, atol = sizeof(T) == 4 ? 1e-7 : 1e-16;
@@ -177,7 +182,7 @@ TEMPLATE_TEST_CASE("SGD, Adam and AdamW update as torch::optim's over several st
 TEMPLATE_TEST_CASE("clip_grad_norm_ returns and applies torch::nn::utils::clip_grad_norm_'s norm", "[torch][clip]", float,
                    double) {
   using T = TestType;
-  const Device d = device_under_test();
+  const Device d = test::device();
   const double rtol = sizeof(T) == 4 ? 2e-6 : 1e-14;
   for (const double norm_type : {2.0, std::numeric_limits<double>::infinity(), 1.0, 3.0}) {
     for (const double max_norm : {0.5, 30.0, 1e9}) {
@@ -229,18 +234,10 @@ TEST_CASE("StepLR, CosineAnnealingLR, LinearLR and SequentialLR give Python PyTo
   using Schedules = std::vector<std::unique_ptr<optim::LRScheduler>>;
   const std::vector<Case> cases = {
       {"StepLR(opt, 3, 0.3), lr 0.1", 0.1,
-       [](optim::Optimizer& o) {
-         Schedules s;
-         s.push_back(std::make_unique<optim::StepLR>(o, 3, 0.3));
-         return s;
-       },
+       alone<optim::StepLR>(3, 0.3),
        {0.1, 0.1, 0.1, 0.03, 0.03, 0.03, 0.009, 0.009, 0.009, 0.0026999999999999997, 0.0026999999999999997}},
       {"CosineAnnealingLR(opt, 7, 0.001), lr 0.05", 0.05,
-       [](optim::Optimizer& o) {
-         Schedules s;
-         s.push_back(std::make_unique<optim::CosineAnnealingLR>(o, 7, 0.001));
-         return s;
-       },
+       alone<optim::CosineAnnealingLR>(7, 0.001),
        {0.05, 0.04757373726360927, 0.040775500145538976, 0.030951762881929707, 0.020048237118070304,
         0.010224499854461031, 0.0034262627363907338, 0.001, 0.003426262736390731, 0.010224499854461024,
         0.020048237118070293, 0.03095176288192968, 0.04077550014553897, 0.04757373726360928, 0.05,
@@ -248,19 +245,11 @@ TEST_CASE("StepLR, CosineAnnealingLR, LinearLR and SequentialLR give Python PyTo
         0.003426262736390736, 0.001, 0.003426262736390731, 0.010224499854461104, 0.02004823711807046,
         0.03095176288192996}},
       {"LinearLR(opt), lr 0.2", 0.2,
-       [](optim::Optimizer& o) {
-         Schedules s;
-         s.push_back(std::make_unique<optim::LinearLR>(o));
-         return s;
-       },
+       alone<optim::LinearLR>(),
        {0.06666666666666667, 0.09333333333333334, 0.12000000000000001, 0.1466666666666667, 0.17333333333333337, 0.2,
         0.2, 0.2, 0.2}},
       {"LinearLR(opt, 0.1, 0.9, 4), lr 0.2", 0.2,
-       [](optim::Optimizer& o) {
-         Schedules s;
-         s.push_back(std::make_unique<optim::LinearLR>(o, 0.1, 0.9, 4));
-         return s;
-       },
+       alone<optim::LinearLR>(0.1, 0.9, 4),
        {0.020000000000000004, 0.06000000000000001, 0.1, 0.13999999999999999, 0.17999999999999997, 0.17999999999999997,
         0.17999999999999997, 0.17999999999999997, 0.17999999999999997}},
       {"SequentialLR([LinearLR(opt, 0.1, 1, 5), CosineAnnealingLR(opt, 20, 1e-4)], [5]), lr 0.003", 0.003,
