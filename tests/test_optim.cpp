@@ -799,3 +799,31 @@ TEST_CASE("a whole training step enqueues without one host synchronisation", "[o
   CHECK(last_loss.item<float>() < first_loss.item<float>());  // and it trains
   CHECK(stats().host_syncs == 2);
 }
+
+TEST_CASE("the optimiser lines of DESIGN 1b compile and train", "[contract][optim]") {
+  const Device d = test::device();
+  auto X = kten::rand({4, 3}, d, 1);
+  auto Y = kten::rand({4, 2}, d, 2);
+  kten::nn::Sequential mlp;
+  mlp.add(kten::nn::Linear(3, 16));
+  mlp.add(kten::nn::ReLU());
+  mlp.add(kten::nn::Linear(16, 2));
+  mlp.to(d);
+  kten::optim::Adam adam(1e-3f);                    // Adam(lr, AdamOptions{beta1, beta2, eps, weight_decay})
+  kten::optim::AdamW adamw(1e-3f, 1e-2f);           // AdamW(lr, weight_decay)
+  kten::optim::SGD sgdm(0.1f, kten::optim::SGDOptions{/*momentum=*/0.9f});  // SGD(lr, wd) stays
+  kten::optim::CosineAnnealingLR schedule(adam, /*t_max=*/100);   // schedule.step(); also StepLR
+  CHECK(adamw.options().weight_decay == Approx(1e-2).epsilon(1e-7));
+  CHECK(sgdm.options().momentum == Approx(0.9).epsilon(1e-7));
+  float first = 0;
+  for (int k = 0; k < 3; ++k) {
+    adam.zero_grad(mlp);
+    auto l = kten::nn::MSELoss()(mlp(X), Y);   // a 0-d tensor with history
+    l.backward();
+    kten::nn::clip_grad_norm_(mlp, 1.0);       // the total norm as a 0-d tensor on the device: no host sync
+    adam.step(mlp);                            // a whole training step enqueues without one host sync
+    schedule.step();
+    if (k == 0) first = l.item<float>();
+    else CHECK(l.item<float>() < first);
+  }
+}
