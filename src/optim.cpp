@@ -85,6 +85,9 @@ std::vector<Optimizer::Update> Optimizer::begin_step(nn::Module& model) {
         grad.device() != value.device())
       detail::fail(op, "parameter '", name, "' has no gradient of its shape, dtype and device; call track() after "
                    "assigning a parameter's value");
+    if (!value.is_contiguous() || !grad.is_contiguous())
+      detail::fail(op, "parameter '", name, "' or its gradient is a strided view, and the update writes it in place as "
+                   "contiguous memory; assign value.contiguous() and call track()");
     const auto found = parameters_.find(name);
     if (found == parameters_.end()) continue;
     for (const Tensor& buffer : found->second.buffers) {

@@ -293,6 +293,12 @@ TEST_CASE("an optimiser checks every parameter before it updates any", "[optim]"
   CHECK(test::host_doubles<float>(m.a.value) == a0);
   CHECK(adam.state().scalars.size() == 7);  // lr, initial_lr, schedule_step, 4 hyperparameters: no step counts
   m.b.track();
+  const Tensor b = m.b.value;
+  m.b.value = zeros({3, 2}, d).transpose(0, 1);  // a strided view: the in-place update would need contiguous memory
+  CHECK_THAT(message_of<Error>([&] { adam.step(m); }), ContainsSubstring("parameter 'b' or its gradient is a strided view"));
+  CHECK(test::host_doubles<float>(m.a.value) == a0);
+  m.b.value = b;
+  m.b.track();
   adam.step(m);
   // The state was made for float32 parameters: a model of another dtype is refused.
   Params other(float64, d);
