@@ -307,8 +307,8 @@ struct HandWrittenMlp {
       g = gx;
     }
     for (std::size_t l = 0; l < W.size(); ++l) {
-      kten::detail::sgd_update(W[l], gW[l], lr, 0.0);
-      kten::detail::sgd_update(b[l], gb[l], lr, 0.0);
+      kten::detail::sgd_update(W[l], gW[l], Tensor(), {lr, 0, 0, 0, false, false});
+      kten::detail::sgd_update(b[l], gb[l], Tensor(), {lr, 0, 0, 0, false, false});
     }
   }
 };
