@@ -14,7 +14,7 @@ namespace kten::detail {
 /// back; nothing on a little-endian host.
 void swap_little_endian(void* data, std::size_t n, std::size_t width);
 
-/// \brief A regular file open for reading; failures throw FormatError("kten: <op>: ...").
+/// \brief A regular file open for reading; every failure is a FormatError from `op`.
 class InputFile {
  public:
   InputFile(const std::string& path, std::string op);
@@ -36,7 +36,7 @@ class InputFile {
 
 /// \brief A file written atomically: the bytes go to a new temporary beside `path`
 /// (PATH.tmp.<pid>.<n>), and commit() flushes it to disk and renames it over `path`, so a crash
-/// leaves either the old file or the new one. Failures throw kten::Error("kten: <op>: ...");
+/// leaves either the old file or the new one. Failures throw kten::Error from `op`;
 /// destroyed without commit() (an exception), the temporary is removed and `path` is untouched.
 class AtomicFile {
  public:
