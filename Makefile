@@ -57,17 +57,21 @@ perf-mpi: build
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=$${OMP_PROC_BIND:-false} \
 	  mpiexec -n $(MPI_RANKS) $(BUILD)/perf/kten-perf-mpi --out $(BUILD)/perf-mpi $(ARGS)
 
-# libFuzzer on the parameter loader for FUZZ_SECONDS (60 by default; run it longer by hand, e.g.
-# `make fuzz FUZZ_SECONDS=3600`): clang with ASan + UBSan, the corpus seeded with files from save().
-# Findings are written to build/fuzz/ (crash-*, leak-*) and make fails.
+# libFuzzer on the parameter loader, then on the safetensors reader with load_state_dict, for
+# FUZZ_SECONDS each (60 by default; run longer by hand, e.g. `make fuzz FUZZ_SECONDS=3600`): clang
+# with ASan + UBSan, the corpora (build/fuzz/corpus/<target>) seeded with files from save() and
+# save_safetensors(). Findings are written to build/fuzz/ (crash-*, leak-*) and make fails.
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = load safetensors
 .PHONY: fuzz
 fuzz:
 	@scripts/setup --fuzz
 	$(MAKE) build PRESET=fuzz
 	build/fuzz/tests/fuzz/kten-fuzz-seeds build/fuzz/corpus
-	build/fuzz/tests/fuzz/kten-fuzz-load build/fuzz/corpus -max_total_time=$(FUZZ_SECONDS) \
-	  -artifact_prefix=build/fuzz/ -print_final_stats=1
+	for target in $(FUZZ_TARGETS); do \
+	  build/fuzz/tests/fuzz/kten-fuzz-$$target build/fuzz/corpus/$$target -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=build/fuzz/ -print_final_stats=1 || exit 1; \
+	done
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

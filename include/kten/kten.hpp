@@ -9,6 +9,7 @@
 #include <kten/dtype.hpp>
 #include <kten/errors.hpp>
 #include <kten/info.hpp>
+#include <kten/io.hpp>
 #include <kten/nn/layers.hpp>
 #include <kten/nn/loss.hpp>
 #include <kten/nn/module.hpp>

@@ -1,5 +1,7 @@
-// Module: device placement of parameters, gradients, and the input-device rule.
+// Module: device placement of parameters, gradients, and the input-device rule; state dicts.
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
@@ -65,6 +67,14 @@ void Parameter::track() {
   value.set_grad(grad);
 }
 
+bool Parameter::fits(const Shape& shape) const {
+  const Shape& want = value.defined() ? value.shape() : expected;
+  if (want.size() != shape.size()) return false;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (want[i] == -1 ? shape[i] < 1 : want[i] != shape[i]) return false;
+  return true;
+}
+
 void Module::to(const Device& device) {
   require_available(device);
   for (auto& [name, p] : named_parameters()) {
@@ -88,6 +98,92 @@ std::vector<Tensor> Module::parameters() {
 void Module::zero_grad() {
   for (auto& [name, p] : named_parameters())
     if (p->grad.defined()) detail::fill(p->grad, 0.0);
+}
+
+namespace {
+// "'0.weight', '0.bias'" for messages.
+std::string quoted(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+}  // namespace
+
+StateDict Module::state_dict() {
+  StateDict out;
+  for (auto& [name, p] : named_parameters()) {
+    if (!p->value.defined())
+      detail::fail("state_dict()", "parameter '", name,
+                   "' has no shape yet (a lazy layer that has not seen an input); run a forward pass first");
+    out.emplace_back(name, p->value.detach());
+  }
+  return out;
+}
+
+void Module::load_state_dict(const StateDict& state_dict, bool strict) {
+  const std::string op = name() + " load_state_dict";
+  std::unordered_map<std::string, const Tensor*> given;
+  for (const auto& [key, t] : state_dict)
+    if (!given.emplace(key, &t).second) detail::fail<FormatError>(op, "the state dict names '", key, "' twice");
+
+  // Everything is checked, then every tensor staged on this device, before a parameter changes.
+  auto params = named_parameters();
+  std::vector<const Tensor*> sources(params.size(), nullptr);
+  std::vector<std::string> missing, unexpected, left_lazy;
+  std::unordered_set<std::string> own;
+  bool shapes_lazy = false;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& [key, p] = params[i];
+    own.insert(key);
+    const auto found = given.find(key);
+    if (found != given.end()) sources[i] = found->second;
+    else missing.push_back(key);
+    if (p->value.defined()) continue;
+    if (sources[i]) shapes_lazy = true;
+    else left_lazy.push_back(key);
+  }
+  for (const auto& entry : state_dict)
+    if (!own.count(entry.first)) unexpected.push_back(entry.first);
+  if (strict && (!missing.empty() || !unexpected.empty()))
+    detail::fail<FormatError>(op, "the state dict's names are not the model's: ",
+                              missing.empty() ? "" : "missing " + quoted(missing),
+                              !missing.empty() && !unexpected.empty() ? "; " : "",
+                              unexpected.empty() ? "" : "unexpected " + quoted(unexpected),
+                              " (load_state_dict(dict, /*strict=*/false) loads the names both have)");
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (!sources[i]) continue;
+    const Tensor& t = *sources[i];
+    const Parameter& p = *params[i].slot;
+    if (!t.defined()) detail::fail<FormatError>(op, "'", params[i].name, "' is an undefined tensor in the state dict");
+    if (!p.fits(t.shape()))
+      detail::fail<FormatError>(op, "'", params[i].name, "' has shape ", t.shape(), " in the state dict but ",
+                                p.value.defined() ? p.value.shape() : p.expected, " in the model");
+  }
+  // A lazy layer takes every parameter from the dict or none: one shaped in part would make up the
+  // rest at its first call.
+  if (shapes_lazy && !left_lazy.empty())
+    detail::fail<FormatError>(op, "the state dict shapes lazily shaped parameters but not ", quoted(left_lazy),
+                              ", which have no shape yet; give those too, or run a forward pass first");
+  std::vector<Tensor> staged(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (!sources[i]) continue;
+    // One counted transfer when the dict is on another device; the conversion runs here.
+    staged[i] = sources[i]->detach().to(device_).astype(params[i].slot->dtype);
+    if (!params[i].slot->value.defined() && staged[i].shares_storage_with(*sources[i]))
+      staged[i] = staged[i].copyto(device_);  // a new parameter's storage is its own, never the dict's
+  }
+
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    Parameter& p = *params[i].slot;
+    if (!staged[i].defined()) continue;
+    if (p.value.defined()) {
+      p.value.copy_from(staged[i]);  // in place, as PyTorch: tensors taken from state_dict() see it
+      continue;
+    }
+    p.value = staged[i];
+    p.track();
+  }
+  if (shapes_lazy) parameters_loaded();
 }
 
 }  // namespace kten::nn

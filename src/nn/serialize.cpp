@@ -8,23 +8,18 @@
 // older kten refuses a file holding int64 or boolean parameters (an unknown dtype code).
 //   u64 FNV-1a checksum of every byte before it
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <new>
 #include <optional>
 #include <utility>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
 
 #include "checked.hpp"
 #include "fail.hpp"
+#include "io/files.hpp"
 #include "storage.hpp"
 
 namespace kten::nn {
@@ -46,13 +41,6 @@ template <class... Parts>
   detail::fail<FormatError>("load('" + path + "')", parts...);
 }
 
-bool host_is_little_endian() {
-  const std::uint16_t probe = 1;
-  unsigned char first;
-  std::memcpy(&first, &probe, 1);
-  return first == 1;
-}
-
 std::uint64_t fnv1a(const unsigned char* p, std::size_t n) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
@@ -69,8 +57,7 @@ struct Writer {
     const auto* p = static_cast<const unsigned char*>(data);
     const std::size_t start = bytes.size();
     bytes.insert(bytes.end(), p, p + n * width);
-    if (!host_is_little_endian())
-      for (std::size_t e = start; e < bytes.size(); e += width) std::reverse(bytes.begin() + e, bytes.begin() + e + width);
+    detail::swap_little_endian(bytes.data() + start, n, width);
   }
 };
 
@@ -99,38 +86,10 @@ struct Staged {
   std::vector<unsigned char> data;  // host-order element bytes
 };
 
-// A lazy extent (-1) takes the file's, which must be >= 1: a layer is never shaped with width 0.
-bool shape_fits(const Shape& expected, const Shape& found) {
-  if (expected.size() != found.size()) return false;
-  for (std::size_t i = 0; i < expected.size(); ++i)
-    if (expected[i] == -1 ? found[i] < 1 : expected[i] != found[i]) return false;
-  return true;
-}
-
-// The whole file, read with POSIX calls so that every failure (a directory, a device, an I/O
-// error) is a FormatError rather than an iostream exception.
 std::vector<unsigned char> read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) bad_file(path, "cannot open the file: ", std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    bad_file(path, "cannot read the file: ", std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    bad_file(path, "not a regular file (a directory or a device?); pass a file written by save()");
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(st.st_size));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) bad_file(path, "reading the file failed: ", std::strerror(errno));
-    if (n == 0) break;  // it shrank since fstat: parsing reports the truncation
-    done += static_cast<std::size_t>(n);
-  }
-  bytes.resize(done);
+  const detail::InputFile file(path, "load('" + path + "')");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(file.size()));
+  file.read(0, bytes.data(), bytes.size());
   return bytes;
 }
 
@@ -178,9 +137,7 @@ std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::st
     s.data.assign(bytes.begin() + r.pos, bytes.begin() + r.pos + nbytes);
     if (s.dtype == DType::boolean && std::any_of(s.data.begin(), s.data.end(), [](unsigned char b) { return b > 1; }))
       bad_file(path, "parameter '", s.name, "' is boolean but holds a byte other than 0 or 1 (the file is corrupted)");
-    if (!host_is_little_endian())
-      for (std::size_t e = 0; e < s.data.size(); e += dtype_size(s.dtype))
-        std::reverse(s.data.begin() + e, s.data.begin() + e + dtype_size(s.dtype));
+    detail::swap_little_endian(s.data.data(), s.data.size() / dtype_size(s.dtype), dtype_size(s.dtype));
     r.pos += nbytes;
     staged.push_back(std::move(s));
   }
@@ -190,21 +147,6 @@ std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::st
   if (tail.u(8, "the checksum") != fnv1a(bytes.data(), bytes.size() - 8))
     bad_file(path, "checksum mismatch: the file is corrupted");
   return staged;
-}
-
-// A new temporary file beside `path`, named PATH.tmp.<pid>.<n>: the counter makes it unique in this
-// process (threads saving to one path each get their own), the pid between processes, and O_EXCL
-// skips a name that a crashed process left behind. Its mode is 0666 less the umask, as for any new
-// file (mkstemp would make it 0600).
-std::pair<int, std::string> create_temporary(const std::string& path) {
-  static std::atomic<std::uint64_t> counter{0};
-  for (;;) {
-    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) return {fd, std::move(tmp)};
-    if (errno != EEXIST)
-      detail::fail("save('" + path + "')", "cannot create '", tmp, "': ", std::strerror(errno));
-  }
 }
 
 }  // namespace
@@ -232,23 +174,9 @@ void Module::save(const std::string& path) {
   }
   w.u(fnv1a(w.bytes.data(), w.bytes.size()), 8);
 
-  // Atomic: write a temporary beside the target, flush it to disk, then rename over the target.
-  const auto [fd, tmp] = create_temporary(path);
-  std::size_t done = 0;
-  while (done < w.bytes.size()) {
-    const ssize_t n = ::write(fd, w.bytes.data() + done, w.bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  const bool ok = done == w.bytes.size() && ::fsync(fd) == 0;
-  const int saved_errno = errno;
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(ok ? errno : saved_errno);
-    std::remove(tmp.c_str());
-    detail::fail("save('" + path + "')", "writing failed (", reason, "); the previous file, if any, is intact");
-  }
+  detail::AtomicFile file(path, "save('" + path + "')");
+  file.write(w.bytes.data(), w.bytes.size());
+  file.commit();
 }
 
 void Module::load(const std::string& path, const Device& device) {
@@ -269,7 +197,7 @@ void Module::load(const std::string& path, const Device& device) {
     const Parameter& p = *params[i].slot;
     const Staged& s = staged[i];
     const Shape want = p.value.defined() ? p.value.shape() : p.expected;
-    if (s.name != params[i].name || s.dtype != p.dtype || !shape_fits(want, s.shape))
+    if (s.name != params[i].name || s.dtype != p.dtype || !p.fits(s.shape))
       bad_file(path, "parameter ", i, " is '", s.name, "' ", s.shape, " ", s.dtype, " in the file but '",
                params[i].name, "' ", want, " ", p.dtype, " in the model");
   }

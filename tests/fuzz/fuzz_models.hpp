@@ -1,6 +1,16 @@
 #pragma once
-// The models the loader fuzzer loads into, and whose saved files seed its corpus: the seeds pass
-// every check, so the fuzzer starts from files that reach the end of load().
+// What the fuzz targets share: the models they load into, whose saved files seed their corpora (the
+// seeds pass every check, so the fuzzer starts from files that reach the end of loading), and the
+// check that a failed load changed nothing.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
 
 #include <kten/kten.hpp>
 
@@ -22,6 +32,51 @@ inline nn::Sequential lazy_model(DType dtype) {
   net.add(nn::ReLU());
   net.add(nn::Linear(2, {true, dtype, 4}));
   return net;
+}
+
+/// \brief Every parameter's shape and values, on the host (nothing for a lazy layer not yet shaped).
+inline std::vector<std::vector<double>> state(nn::Module& model) {
+  std::vector<std::vector<double>> out;
+  for (const Tensor& p : model.parameters()) {
+    out.emplace_back(p.shape().begin(), p.shape().end());
+    out.push_back(p.astype(float64).to_vector<double>());
+  }
+  return out;
+}
+
+/// \brief Runs load(), which may throw FormatError only if it leaves `model` exactly as it was;
+/// aborts (a finding) when it changed it.
+template <class Load>
+void load_or_unchanged(nn::Module& model, const Load& load) {
+  const auto before = state(model);
+  try {
+    load();
+  } catch (const FormatError&) {
+    if (state(model) != before) {
+      std::fprintf(stderr, "kten fuzz: a load that threw FormatError changed the model\n");
+      std::abort();
+    }
+  }
+}
+
+/// \brief The one file this fuzzer writes each input to (its name ends in `suffix`); the first
+/// call starts Kokkos and arranges that both are cleaned up when the fuzzer exits normally.
+inline const std::string& input_path(const char* suffix) {
+  static ScopeGuard guard;  // finalises Kokkos at exit, after the file is removed
+  static const std::string path =
+      (std::filesystem::temp_directory_path() / ("kten-fuzz-" + std::to_string(::getpid()) + suffix)).string();
+  static const int removal = std::atexit([] { std::remove(path.c_str()); });
+  (void)removal;
+  return path;
+}
+
+/// \brief Writes `bytes` to `path`, aborting when it cannot.
+inline void write_file(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() || std::fclose(f) != 0) {
+    std::perror(path.c_str());
+    std::abort();
+  }
 }
 
 }  // namespace kten::fuzz

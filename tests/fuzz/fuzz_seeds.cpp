@@ -1,5 +1,7 @@
-// Writes the loader fuzzer's seed corpus into the directory given: files made by save() from the
-// models in fuzz_models.hpp (float32 and float64, eager and lazily shaped by a first input).
+// Writes the fuzzers' seed corpora into the directory given: load/ holds files made by save(),
+// safetensors/ files made by save_safetensors(), from the models in fuzz_models.hpp (float32 and
+// float64, eager and lazily shaped by a first input), and one safetensors file of every dtype
+// with metadata.
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -12,14 +14,23 @@ int main(int argc, char* argv[]) {
     return 2;
   }
   kten::ScopeGuard guard;
-  const std::filesystem::path dir = argv[1];
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path load = std::filesystem::path(argv[1]) / "load",
+                              safetensors = std::filesystem::path(argv[1]) / "safetensors";
+  std::filesystem::create_directories(load);
+  std::filesystem::create_directories(safetensors);
   for (kten::DType dtype : {kten::float32, kten::float64}) {
     const std::string name = kten::dtype_name(dtype);
-    kten::fuzz::eager_model(dtype).save((dir / ("seed-eager-" + name + ".kten")).string());
+    auto eager = kten::fuzz::eager_model(dtype);
+    eager.save((load / ("seed-eager-" + name + ".kten")).string());
+    kten::io::save_safetensors((safetensors / ("seed-eager-" + name + ".safetensors")).string(), eager.state_dict());
     auto lazy = kten::fuzz::lazy_model(dtype);
     lazy(kten::ones({1, 5}, kten::cpu(), dtype));  // shapes it: in_features 5, then 4
-    lazy.save((dir / ("seed-lazy-" + name + ".kten")).string());
+    lazy.save((load / ("seed-lazy-" + name + ".kten")).string());
   }
+  const kten::Tensor x = kten::arange(6).reshape({2, 3});
+  kten::io::save_safetensors((safetensors / "seed-dtypes.safetensors").string(),
+                             {{"f32", x}, {"f64", x.astype(kten::float64)}, {"i64", x.astype(kten::int64)},
+                              {"bool", kten::gt(x, 2.0)}, {"scalar", kten::full({}, 1.0)}, {"empty", kten::zeros({0})}},
+                             {{"format", "pt"}});
   return 0;
 }

@@ -1,10 +1,11 @@
 #pragma once
 /// \file nn/module.hpp
 /// \brief kten::nn::Module: parameters that live on one device, forward and backward passes,
-/// save and load.
+/// save and load, state dicts.
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kten/tensor.hpp>
@@ -23,6 +24,9 @@ struct Parameter {
   /// shape when grad is undefined or does not fit): call after assigning either. An int64 or
   /// boolean value does not require grad.
   void track();
+  /// \brief True when a tensor of `shape` fits this slot: value's shape, or before a lazy layer's
+  /// first call the expected one, each unknown extent taken from `shape` (>= 1: never width 0).
+  bool fits(const Shape& shape) const;
 };
 
 /// \brief A parameter slot and its name: "weight", or "0.weight" inside a Sequential.
@@ -30,6 +34,9 @@ struct NamedParameter {
   std::string name;  ///< \brief qualified name, as written by save()
   Parameter* slot;   ///< \brief the module's own slot
 };
+
+/// \brief Named tensors in order, as PyTorch's state_dict(): "0.weight", "0.bias", ...
+using StateDict = std::vector<std::pair<std::string, Tensor>>;
 
 /// \brief Base of every layer. A module's parameters live on one device, device(); to() moves
 /// them. Calling a module on an input on another device throws kten::DeviceMismatch.
@@ -69,6 +76,17 @@ class Module {
   /// truncated, corrupted or mismatching file throws kten::FormatError and leaves the module
   /// exactly as it was.
   void load(const std::string& path, const Device& device);
+
+  /// \brief Every parameter by its qualified name (named_parameters()' order), sharing storage
+  /// with the module but detached (no history), as PyTorch's state_dict(). Throws kten::Error for
+  /// a lazy layer that has no shape yet.
+  StateDict state_dict();
+  /// \brief Copies `state_dict`'s tensors into the parameters of the same names, in place, on
+  /// device(), converting the dtype (as PyTorch's copy_). Strict: the names must be exactly the
+  /// module's; otherwise the names both have are loaded. Shapes must match; a lazy layer takes
+  /// its shape from the dict. Anything missing, unexpected or mismatching throws
+  /// kten::FormatError naming it, and leaves the module exactly as it was.
+  void load_state_dict(const StateDict& state_dict, bool strict = true);
 
   /// \brief The layer's name in messages, e.g. "Linear".
   virtual std::string name() const = 0;

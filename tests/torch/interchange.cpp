@@ -1,0 +1,148 @@
+// kten-torch-interchange: kten <-> PyTorch through safetensors files (label torch), on the device
+// under test (KTEN_TEST_RUN, as for the Catch2 suite); PyTorch runs in Debian's Python
+// (interchange.py says what it does).
+//
+//   kten-torch-interchange from-torch PYTHON SCRIPT DIR   PyTorch trains and saves a model; kten
+//                                                         loads it with load_state_dict and must
+//                                                         compute PyTorch's outputs
+//   kten-torch-interchange to-torch PYTHON SCRIPT DIR     kten trains and saves a model; PyTorch
+//                                                         loads it and must compute kten's outputs
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <kten/kten.hpp>
+
+#include "../test_run.hpp"
+
+extern char** environ;
+
+namespace {
+
+// Runs PYTHON SCRIPT COMMAND DIR; true when it exits with 0.
+bool run_python(const std::string& python, const std::string& script, const std::string& command,
+                const std::string& dir) {
+  std::vector<std::string> args = {python, script, command, dir};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ) != 0) {
+    std::cerr << "cannot start " << python << "\n";
+    return false;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The model of interchange.py: Linear(3, 16), ReLU, Linear(16, 2).
+kten::nn::Sequential model(kten::DType dtype, const kten::Device& device) {
+  kten::nn::Sequential net;
+  net.add(kten::nn::Linear(3, 16, {true, dtype, 1}));
+  net.add(kten::nn::ReLU());
+  net.add(kten::nn::Linear(16, 2, {true, dtype, 2}));
+  net.to(device);
+  return net;
+}
+
+// |got - want| <= atol + rtol |want| everywhere; prints the largest difference.
+bool close(const std::string& what, const kten::Tensor& got, const kten::Tensor& want, double rtol, double atol) {
+  if (got.shape() != want.shape()) {
+    std::cerr << what << ": shape " << kten::shape_str(got.shape()) << ", want " << kten::shape_str(want.shape()) << "\n";
+    return false;
+  }
+  const auto g = got.astype(kten::float64).to_vector<double>(), w = want.astype(kten::float64).to_vector<double>();
+  double worst = 0;
+  bool ok = true;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    worst = std::max(worst, std::fabs(g[i] - w[i]));
+    ok = ok && std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]);
+  }
+  std::cout << what << ": largest difference " << worst << (ok ? ": ok" : ": WRONG") << "\n";
+  return ok;
+}
+
+kten::Tensor find(const kten::nn::StateDict& sd, const std::string& name) {
+  for (const auto& [key, t] : sd)
+    if (key == name) return t;
+  throw std::runtime_error("no tensor '" + name + "' in the file");
+}
+
+struct Case {
+  kten::DType dtype;
+  double rtol, atol;
+};
+const Case kCases[] = {{kten::float32, 1e-5, 1e-6}, {kten::float64, 1e-12, 1e-12}};
+
+bool from_torch(const std::string& dir, const kten::Device& device) {
+  bool ok = true;
+  for (const Case& c : kCases) {
+    const std::string name = kten::dtype_name(c.dtype);
+    const kten::nn::StateDict sd = kten::io::load_safetensors(dir + "/torch-" + name + ".safetensors", device);
+    // The library's order (widest dtype, then name), not the model's: load_state_dict matches names.
+    std::vector<std::string> names;
+    for (const auto& [key, t] : sd) names.push_back(key);
+    if (names != std::vector<std::string>{"0.bias", "0.weight", "2.bias", "2.weight"}) {
+      std::cerr << name << ": the tensors are not in the safetensors library's order\n";
+      ok = false;
+    }
+    auto net = model(c.dtype, device);
+    net.load_state_dict(sd);
+    const auto io = kten::io::load_safetensors(dir + "/torch-" + name + "-io.safetensors", device);
+    kten::NoGradGuard no_grad;
+    ok = close(name + ": kten's outputs of PyTorch's model", net(find(io, "x")), find(io, "y"), c.rtol, c.atol) && ok;
+  }
+  return ok;
+}
+
+void to_torch(const std::string& dir, const kten::Device& device) {
+  for (const Case& c : kCases) {
+    const std::string name = kten::dtype_name(c.dtype);
+    auto net = model(c.dtype, device);
+    kten::optim::SGD sgd(0.1f);
+    for (int step = 0; step < 5; ++step) {  // trained, so the file holds more than the initialisation
+      const kten::Tensor x = kten::randn({32, 3}, device, 10 + step, c.dtype);
+      const kten::Tensor target = kten::stack({x.sum(1), x.select(1, 0) * x.select(1, 1)}, 1);
+      net.zero_grad();
+      kten::nn::MSELoss()(net(x), target).backward();
+      sgd.step(net);
+    }
+    kten::io::save_safetensors(dir + "/kten-" + name + ".safetensors", net.state_dict(), {{"format", "pt"}});
+    const kten::Tensor x = kten::randn({8, 3}, device, 99, c.dtype);
+    kten::NoGradGuard no_grad;
+    kten::io::save_safetensors(dir + "/kten-" + name + "-io.safetensors", {{"x", x}, {"y", net(x)}});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  kten::test::configure_run();
+  if (argc != 5 || (std::string(argv[1]) != "from-torch" && std::string(argv[1]) != "to-torch")) {
+    std::cerr << "usage: " << argv[0] << " from-torch|to-torch PYTHON SCRIPT DIR\n";
+    return 2;
+  }
+  kten::ScopeGuard guard;
+  const std::string command = argv[1], python = argv[2], script = argv[3], dir = argv[4];
+  const char* device_name = std::getenv("KTEN_TEST_DEVICE");
+  const kten::Device device = device_name && std::string(device_name) == "gpu" ? kten::gpu(0) : kten::cpu();
+  std::filesystem::create_directories(dir);
+  std::cout << "kten-torch-interchange " << command << " on " << device.str() << ", files in " << dir << "\n";
+  try {
+    if (command == "from-torch") return run_python(python, script, "save", dir) && from_torch(dir, device) ? 0 : 1;
+    to_torch(dir, device);
+    return run_python(python, script, "check", dir) ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,113 @@
+"""PyTorch's side of kten <-> PyTorch through safetensors files (label torch; interchange.cpp runs it).
+
+  interchange.py save DIR    trains nn.Sequential(Linear(3, 16), ReLU(), Linear(16, 2)) for a few
+                             steps, in float32 and in float64, and writes for each dtype
+                             torch-<dtype>.safetensors (its state_dict) and torch-<dtype>-io.safetensors
+                             (inputs x and the model's outputs y)
+  interchange.py check DIR   loads kten-<dtype>.safetensors into that model with load_state_dict and
+                             checks its outputs on x of kten-<dtype>-io.safetensors against kten's y
+
+Debian has no safetensors package, so the files are written and read here as
+safetensors.torch.save_file and load_file do (safetensors/src/tensor.rs): tensors in the order of
+descending dtype alignment, then by name; a compact JSON header, "__metadata__" first, padded with
+spaces to a multiple of 8 bytes; and the reader's checks (header length, UTF-8, the offsets tiling
+the data exactly). Exits non-zero with a message on any difference.
+"""
+import json
+import struct
+import sys
+
+import torch
+
+CODES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
+DTYPES = {code: dtype for dtype, code in CODES.items()}
+ALIGNMENT = ["BOOL", "F32", "F64", "I64"]  # the library's Dtype order (increasing alignment)
+MAX_HEADER = 100_000_000
+
+
+def save_file(tensors, path, metadata=None):
+    entries = sorted(tensors.items(), key=lambda item: (-ALIGNMENT.index(CODES[item[1].dtype]), item[0]))
+    header = {"__metadata__": metadata} if metadata else {}
+    blobs, offset = [], 0
+    for name, t in entries:
+        blob = t.detach().contiguous().cpu().numpy().tobytes()  # little-endian on this host
+        header[name] = {"dtype": CODES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def load_file(path):
+    with open(path, "rb") as f:
+        buffer = f.read()
+    (n,) = struct.unpack("<Q", buffer[:8])
+    assert n <= MAX_HEADER and 8 + n <= len(buffer), f"{path}: header length {n}"
+    header = json.loads(buffer[8 : 8 + n].decode("utf-8"))
+    metadata = header.pop("__metadata__", None)
+    assert metadata is None or all(isinstance(v, str) for v in metadata.values()), f"{path}: metadata {metadata}"
+    start = 0
+    tensors = {}
+    for name, info in sorted(header.items(), key=lambda item: item[1]["data_offsets"]):
+        begin, end = info["data_offsets"]
+        dtype = DTYPES[info["dtype"]]
+        size = torch.empty((), dtype=dtype).element_size()
+        for extent in info["shape"]:
+            size *= extent
+        assert begin == start and end - begin == size, f"{path}: '{name}' has offsets {begin}, {end}"
+        data = bytearray(buffer[8 + n + begin : 8 + n + end])
+        flat = torch.frombuffer(data, dtype=dtype) if data else torch.empty(0, dtype=dtype)
+        tensors[name] = flat.reshape(info["shape"])
+        start = end
+    assert 8 + n + start == len(buffer), f"{path}: {len(buffer) - 8 - n - start} bytes after the data"
+    return tensors
+
+
+def model(dtype):
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    return net.to(dtype)
+
+
+def save(folder):
+    for dtype in (torch.float32, torch.float64):
+        net = model(dtype)
+        optimiser = torch.optim.SGD(net.parameters(), lr=0.1)
+        for _ in range(5):  # trained, so the file holds more than the initialisation
+            x = torch.randn(32, 3, dtype=dtype)
+            loss = torch.nn.functional.mse_loss(net(x), torch.stack([x.sum(1), x[:, 0] * x[:, 1]], 1))
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        name = str(dtype).removeprefix("torch.")
+        save_file(net.state_dict(), f"{folder}/torch-{name}.safetensors", {"format": "pt"})
+        x = torch.randn(8, 3, dtype=dtype)
+        with torch.no_grad():
+            save_file({"x": x, "y": net(x)}, f"{folder}/torch-{name}-io.safetensors")
+
+
+def check(folder):
+    failures = 0
+    for dtype, rtol, atol in ((torch.float32, 1e-5, 1e-6), (torch.float64, 1e-12, 1e-12)):
+        name = str(dtype).removeprefix("torch.")
+        net = model(dtype)
+        net.load_state_dict(load_file(f"{folder}/kten-{name}.safetensors"))  # strict: kten's names are PyTorch's
+        io = load_file(f"{folder}/kten-{name}-io.safetensors")
+        with torch.no_grad():
+            got = net(io["x"])
+        worst = (got - io["y"]).abs().max().item()
+        ok = torch.allclose(got, io["y"], rtol=rtol, atol=atol)
+        print(f"{name}: PyTorch's outputs of kten's model, largest difference from kten's {worst:.3g}: {'ok' if ok else 'WRONG'}")
+        failures += not ok
+    return failures
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    command, folder = sys.argv[1:]
+    if command == "save":
+        save(folder)
+    else:
+        sys.exit(1 if check(folder) else 0)
