@@ -130,6 +130,8 @@ struct Row {
 
 /// The table of every kten operation (ops_table.cpp).
 std::vector<Row> op_table();
+/// The table of kten's layers and losses (layers_table.cpp).
+std::vector<Row> layer_table();
 
 /// How many cases of each pass a row gets per dtype.
 struct Config {
