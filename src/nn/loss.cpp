@@ -27,6 +27,25 @@ struct GradModeOn {
   GradModeOn(const GradModeOn&) = delete;
   GradModeOn& operator=(const GradModeOn&) = delete;
 };
+
+// The mean of loss(x, y) over the elements, recorded with the elementwise derivatives d_x(x, y)
+// and d_y(x, y) in closed form rather than through the expression's tape: for a loss whose stable
+// expression has kinks where the loss is smooth, or whose tape would turn NaN into 0.
+template <class Elementwise, class DX, class DY>
+Tensor mean_with_derivatives(const char* name, const Tensor& x, const Tensor& y, Elementwise loss, DX d_x, DY d_y) {
+  Tensor value;
+  {
+    const NoGradGuard no_grad;
+    value = mean(loss(x, y));
+  }
+  if (detail::recording(x, y))
+    detail::record(name, value, {&x, &y},
+                   [x = detail::saved(x), y = detail::saved(y), d_x, d_y](const Tensor& g, const detail::Needs& needs) {
+                     const Tensor scale = g / static_cast<double>(x.numel());
+                     return detail::Grads{needs[0] ? d_x(x, y) * scale : Tensor(), needs[1] ? d_y(x, y) * scale : Tensor()};
+                   });
+  return value;
+}
 }  // namespace
 
 Tensor Loss::backward(const Tensor& prediction, const Tensor& target) const {
@@ -60,11 +79,19 @@ HuberLoss::HuberLoss(double delta) : delta_(delta) {
 
 Tensor HuberLoss::operator()(const Tensor& prediction, const Tensor& target) const {
   check_pair("HuberLoss", prediction, target);
-  // Both pieces in one expression: with c = min(|d|, delta), c (|d| - c / 2) is d^2 / 2 where
-  // |d| <= delta and delta (|d| - delta / 2) beyond.
-  const Tensor distance = abs(prediction - target);
-  const Tensor c = clamp(distance, 0.0, delta_);
-  return mean(c * (distance - 0.5 * c));
+  const double delta = delta_;
+  return mean_with_derivatives(
+      "kten::huber_loss", prediction, target,
+      [delta](const Tensor& x, const Tensor& y) {
+        // Both pieces in one expression: with c = min(|d|, delta), c (|d| - c / 2) is d^2 / 2
+        // where |d| <= delta and delta (|d| - delta / 2) beyond.
+        const Tensor distance = abs(x - y);
+        const Tensor c = clamp(distance, 0.0, delta);
+        return c * (distance - 0.5 * c);
+      },
+      // PyTorch's derivative: d clamped to [-delta, delta] (NaN where d is NaN).
+      [delta](const Tensor& x, const Tensor& y) { return clamp(x - y, -delta, delta); },
+      [delta](const Tensor& x, const Tensor& y) { return clamp(y - x, -delta, delta); });
 }
 
 namespace {
@@ -103,21 +130,13 @@ Tensor CrossEntropyLoss::operator()(const Tensor& prediction, const Tensor& targ
 
 Tensor BCEWithLogitsLoss::operator()(const Tensor& prediction, const Tensor& target) const {
   check_pair("BCEWithLogitsLoss", prediction, target);
-  // The value from the stable form; the gradient recorded below in closed form, since the form's
-  // kinks (max and |x| at 0) would give subgradients where the loss is smooth.
-  Tensor loss;
-  {
-    const NoGradGuard no_grad;
-    loss = mean(relu(prediction) - prediction * target + log1p(exp(-abs(prediction))));
-  }
-  if (detail::recording(prediction, target))
-    detail::record("kten::bce_with_logits", loss, {&prediction, &target},
-                   [x = detail::saved(prediction), y = detail::saved(target)](const Tensor& g, const detail::Needs& needs) {
-                     const Tensor scale = g / static_cast<double>(x.numel());
-                     return detail::Grads{needs[0] ? (sigmoid(x) - y) * scale : Tensor(),
-                                          needs[1] ? x * -scale : Tensor()};
-                   });
-  return loss;
+  return mean_with_derivatives(
+      "kten::bce_with_logits", prediction, target,
+      // The stable form (1 - y) x + max(-x, 0) + log(1 + e^-|x|), in PyTorch's order, so that
+      // infinite logits give its results; its kinks at 0 are no kinks of the loss.
+      [](const Tensor& x, const Tensor& y) { return (1.0 - y) * x + relu(-x) + log1p(exp(-abs(x))); },
+      [](const Tensor& x, const Tensor& y) { return sigmoid(x) - y; },
+      [](const Tensor& x, const Tensor&) { return -x; });
 }
 
 }  // namespace kten::nn

@@ -84,7 +84,9 @@ int main(int argc, char* argv[]) {
             << s.value_checks << " value comparisons, " << s.gradient_checks << " gradient comparisons, " << s.fd_points
             << " finite-difference points, " << s.refused << " cases refused by both; " << s.failures.size()
             << " failures, " << seconds << " s\n";
-  for (const th::Row& row : rows)
+  for (const th::Row& row : rows) {
     if (!row.special_grad) std::cout << "  " << row.name << ": gradients at NaN/inf not compared (" << row.special_grad_note << ")\n";
+    if (!row.infinities) std::cout << "  " << row.name << ": NaN planted, no infinities (" << row.infinities_note << ")\n";
+  }
   return s.failures.empty() ? 0 : 1;
 }

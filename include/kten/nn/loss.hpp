@@ -44,7 +44,8 @@ class L1Loss : public Loss {
 };
 
 /// \brief PyTorch's HuberLoss: with d = prediction - target, 0.5 d^2 where |d| < delta and
-/// delta (|d| - 0.5 delta) elsewhere, averaged.
+/// delta (|d| - 0.5 delta) elsewhere, averaged. The gradient is PyTorch's, d clamped to
+/// [-delta, delta] over numel (NaN where d is NaN).
 class HuberLoss : public Loss {
  public:
   /// \brief The loss with threshold `delta`: finite and > 0, else kten::Error.
@@ -75,7 +76,7 @@ class CrossEntropyLoss : public Loss {
 /// \brief Binary cross entropy of logits, as PyTorch's BCEWithLogitsLoss: with x the prediction
 /// and y the target (probabilities in [0, 1], x's shape and dtype), the mean of
 /// max(x, 0) - x y + log(1 + e^-|x|), which never overflows. The gradient is PyTorch's,
-/// (sigmoid(x) - y) / numel, also at x = 0.
+/// (sigmoid(x) - y) / numel for x (also at x = 0) and -x / numel for y.
 class BCEWithLogitsLoss : public Loss {
  public:
   Tensor operator()(const Tensor& prediction, const Tensor& target) const override;
