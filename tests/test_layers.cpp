@@ -354,7 +354,7 @@ TEST_CASE("Dropout's gradient goes through the same mask", "[layers][grad]") {
   }, {randn({3, 5}, cpu(), 6, float64)});
 }
 
-TEST_CASE("Dropout refuses a probability outside [0, 1) and a non-float input", "[layers]") {
+TEST_CASE("Dropout refuses a probability that is not in 0 <= p < 1, and a non-float input", "[layers]") {
   for (double p : {1.0, -0.1, 1.5, kNaN}) {
     CAPTURE(p);
     try {
