@@ -272,9 +272,10 @@ void register_latency() {
 // --- a training step: autograd vs the hand-written backward kten had before it ------------------------
 
 /// \brief A 3-layer MLP (in -> h -> ReLU -> h -> ReLU -> out) trained with MSE and SGD, stepped
-/// the way kten's layers did before autograd: forward GEMMs with the bias in the epilogue, then a
-/// hand-written backward (dW accumulated inside the GEMM, db by a column sum, dX = dY W^T, relu's
-/// gradient), nothing recorded. The reference the autograd step is held to.
+/// the way kten's layers did before autograd: forward GEMMs X W^T with the (out, in) weights read
+/// transposed in place and the bias in the epilogue, then a hand-written backward (dW = dY^T X
+/// accumulated inside the GEMM, db by a column sum, dX = dY W, relu's gradient), nothing recorded.
+/// The reference the autograd step is held to.
 struct HandWrittenMlp {
   std::vector<Tensor> W, b, gW, gb;
   HandWrittenMlp(kten::nn::Sequential& model) {
@@ -292,18 +293,18 @@ struct HandWrittenMlp {
     }
     std::vector<Tensor> inputs{X}, pre;
     for (std::size_t l = 0; l < W.size(); ++l) {
-      Tensor z = kten::empty({X.shape()[0], W[l].shape()[1]}, X.device());
-      kten::detail::gemm(inputs.back(), false, W[l], false, z, &b[l], false);
+      Tensor z = kten::empty({X.shape()[0], W[l].shape()[0]}, X.device());
+      kten::detail::gemm(inputs.back(), false, W[l], true, z, &b[l], false);
       pre.push_back(z);
       if (l + 1 < W.size()) inputs.push_back(kten::relu(z));
     }
     Tensor g = (pre.back() - Y) * (2.0 / static_cast<double>(Y.numel()));  // MSELoss' gradient
     for (std::size_t l = W.size(); l-- > 0;) {
       if (l + 1 < W.size()) g = kten::detail::relu_grad(pre[l], g);
-      kten::detail::gemm(inputs[l], true, g, false, gW[l], nullptr, true);
+      kten::detail::gemm(g, true, inputs[l], false, gW[l], nullptr, true);
       gb[l] = gb[l] + kten::sum(g, 0);
       Tensor gx = kten::empty(inputs[l].shape(), X.device());
-      kten::detail::gemm(g, false, W[l], true, gx, nullptr, false);
+      kten::detail::gemm(g, false, W[l], false, gx, nullptr, false);
       g = gx;
     }
     for (std::size_t l = 0; l < W.size(); ++l) {

@@ -155,6 +155,15 @@ struct HostGemmKernel {
     for (std::int64_t jb = j0; jb < j1; jb += NR) {
       T* panel = Bs + (jb - j0) * kb;
       const int w = j1 - jb < NR ? static_cast<int>(j1 - jb) : NR;
+      if (s.b_row == 1 && s.b_col != 1) {
+        // op(B) column-major (a transposed view, e.g. Linear's (out, in) weight): each column is
+        // read along k, contiguously, rather than gathered one element per column and row.
+        for (int j = 0; j < NR; ++j) {
+          const T* b = j < w ? B + k0 + (jb + j) * s.b_col : nullptr;
+          for (int p = 0; p < kb; ++p) panel[p * NR + j] = b ? b[p] : T(0);
+        }
+        continue;
+      }
       for (int p = 0; p < kb; ++p) {
         const T* b = B + (k0 + p) * s.b_row + jb * s.b_col;
         T* out = panel + p * NR;

@@ -145,15 +145,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return detail::batched_product(a, b);
 }
 
+// The GEMM reads the (out, in) weight as the (in, out) column-major operand it is, in place.
 Tensor detail::linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {
-  Tensor out = empty({x.shape()[0], weight.shape()[1]}, x.device(), x.dtype());
-  gemm(x, false, weight, false, out, bias, false);
+  Tensor out = empty({x.shape()[0], weight.shape()[0]}, x.device(), x.dtype());
+  gemm(x, false, weight, true, out, bias, false);
   const bool with_bias = bias != nullptr;
   if (with_bias ? recording(x, weight, *bias) : recording(x, weight)) {
     std::vector<const Tensor*> inputs{&x, &weight};
     if (with_bias) inputs.push_back(bias);
     record("kten::linear", out, inputs, [x = saved(x), w = saved(weight), with_bias](const Tensor& g, const Needs& needs) {
-      Grads grads{needs[0] ? matmul(g, w.transpose()) : Tensor(), needs[1] ? matmul(x.transpose(), g) : Tensor()};
+      // dx = g W (batch, in), dW = g^T x (out, in): transposed views, read in place by the GEMM.
+      Grads grads{needs[0] ? matmul(g, w) : Tensor(), needs[1] ? matmul(g.transpose(), x) : Tensor()};
       if (with_bias) grads.push_back(needs[2] ? sum(g, 0) : Tensor());
       return grads;
     });

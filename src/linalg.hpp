@@ -11,8 +11,9 @@ namespace kten::detail {
 void gemm(const Tensor& A, bool transpose_a, const Tensor& B, bool transpose_b, const Tensor& C,
           const Tensor* bias, bool accumulate);
 
-/// \brief x W [+ bias] in one GEMM (the bias in its epilogue), recorded for autograd: Linear's
-/// forward. x is (batch, in), W (in, out), bias (out); shapes are the caller's responsibility.
+/// \brief x W^T [+ bias] in one GEMM (the bias in its epilogue), recorded for autograd: Linear's
+/// forward. x is (batch, in), W (out, in) as PyTorch's, bias (out); shapes are the caller's
+/// responsibility.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias);
 
 }  // namespace kten::detail

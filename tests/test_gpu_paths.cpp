@@ -56,7 +56,7 @@ TEST_CASE("matrix-vector and vector-matrix products skip the tiling and stay exa
     std::vector<double> want_out(29);
     for (std::int64_t j = 0; j < 29; ++j) {
       want_out[j] = b[j];
-      for (std::int64_t p = 0; p < k; ++p) want_out[j] += hr[p] * w[p * 29 + j];
+      for (std::int64_t p = 0; p < k; ++p) want_out[j] += hr[p] * w[j * k + p];  // W is (out, in)
     }
     test::require_allclose<double>(layer(row), want_out);
   }

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -45,6 +46,16 @@ struct CraftedFile {
     bytes.append(data_bytes, '\0');
     return *this;
   }
+  // A float32 parameter and its values.
+  CraftedFile& values(const std::string& name, const std::vector<std::uint64_t>& extents, const std::vector<float>& v) {
+    parameter(name, extents, 4 * v.size(), 0);
+    for (float f : v) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      u(bits, 4);
+    }
+    return *this;
+  }
   std::string finish() const {
     std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
     for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
@@ -76,7 +87,7 @@ TEST_CASE("a lazy Linear infers in_features at the first call, on the module's d
   CHECK(out.device() == d);
   REQUIRE(net.parameters().size() == 2);
   CHECK(net.parameters()[0].device() == d);
-  CHECK(net.parameters()[0].shape() == Shape{3, 1});
+  CHECK(net.parameters()[0].shape() == Shape{1, 3});  // (out, in)
   CHECK(dynamic_cast<nn::Linear&>(net[0]).in_features() == 3);
   CHECK_THROWS_AS(net(rand({4, 2}, d, 1)), ShapeError);
   CHECK_THROWS_AS(net[1], Error);
@@ -100,7 +111,7 @@ TEST_CASE("a lazy Linear refuses a first input it cannot take its shape from, an
   CHECK(layer.in_features() == 4);
 }
 
-TEST_CASE("Linear computes x W + b and initialises like PyTorch, reproducibly", "[nn]") {
+TEST_CASE("Linear computes x W^T + b and initialises like PyTorch, reproducibly", "[nn]") {
   const Device d = test::device();
   nn::Linear a(4, 3, {true, float64, 7}), b(4, 3, {true, float64, 7}), c(4, 3, {true, float64, 8});
   a.to(d);
@@ -115,7 +126,7 @@ TEST_CASE("Linear computes x W + b and initialises like PyTorch, reproducibly", 
   for (int i = 0; i < 5; ++i)
     for (int j = 0; j < 3; ++j) {
       ref[i * 3 + j] = hb[j];
-      for (int k = 0; k < 4; ++k) ref[i * 3 + j] += hx[i * 4 + k] * hw[k * 3 + j];
+      for (int k = 0; k < 4; ++k) ref[i * 3 + j] += hx[i * 4 + k] * hw[j * 4 + k];  // W is (out, in)
     }
   test::require_allclose<double>(a(X), ref);
   nn::Linear no_bias(4, 3, {false, float64, 1});
@@ -222,7 +233,7 @@ TEST_CASE("SGD applies lr and weight decay on the device", "[nn][optim]") {
   layer.to(d);
   const auto w0 = test::host_doubles<double>(layer.weight());
   layer(tensor({{1.0, 2.0}}, d));
-  layer.backward(ones({1, 1}, d, float64));  // dW = x^T = [1, 2]
+  layer.backward(ones({1, 1}, d, float64));  // dW = g^T x = [[1, 2]]
   optim::SGD sgd(0.5f, 0.25f);
   sgd.step(layer);
   CHECK(layer.weight().device() == d);
@@ -403,6 +414,59 @@ TEST_CASE("save then load restores parameters, into a lazy model too", "[nn][io]
   std::remove(path.c_str());
 }
 
+TEST_CASE("a version-1 file, whose Linear weights were (in, out), loads transposed and computes as before", "[nn][io][layers]") {
+  const Device d = test::device();
+  const std::string path = temp_path("version1.kten");
+  // Linear(3, 2), ReLU, Linear(2, 1) as kten wrote it before version 2, weights (in, out).
+  const std::vector<float> w0{1, -2, 0.5, 3, -1, 0.25}, b0{0.5, -0.5}, w1{2, -1}, b1{0.125};
+  std::ofstream(path, std::ios::binary) << CraftedFile()
+                                               .u(1, 4)
+                                               .u(4, 4)
+                                               .values("0.weight", {3, 2}, w0)
+                                               .values("0.bias", {2}, b0)
+                                               .values("2.weight", {2, 1}, w1)
+                                               .values("2.bias", {1}, b1)
+                                               .finish();
+  const std::vector<float> x{0.5, -1, 2, 1, 1, 1};
+  std::vector<double> want;  // relu(x W0 + b0) W1 + b1, with W as the file holds it
+  for (int r = 0; r < 2; ++r) {
+    double out = b1[0];
+    for (int j = 0; j < 2; ++j) {
+      double h = b0[j];
+      for (int k = 0; k < 3; ++k) h += x[r * 3 + k] * w0[k * 2 + j];
+      out += std::max(h, 0.0) * w1[j];
+    }
+    want.push_back(out);
+  }
+  nn::Sequential eager;
+  eager.add(nn::Linear(3, 2, {true, float32, 1}));
+  eager.add(nn::ReLU());
+  eager.add(nn::Linear(2, 1, {true, float32, 2}));
+  nn::Sequential lazy;
+  lazy.add(nn::Linear(2));
+  lazy.add(nn::ReLU());
+  lazy.add(nn::Linear(1));
+  for (nn::Sequential* model : {&eager, &lazy}) {
+    model->load(path, d);
+    const auto& first = dynamic_cast<nn::Linear&>((*model)[0]);
+    CHECK(first.weight().shape() == Shape{2, 3});
+    CHECK(first.weight().to_vector<float>() == std::vector<float>{1, 0.5, -1, -2, 3, 0.25});  // transposed
+    test::require_allclose<float>((*model)(tensor(x, {2, 3}, d)), want);
+  }
+  // Saved again, it is a version-2 file holding (out, in) weights, and computes the same.
+  eager.save(path);
+  std::ifstream in(path, std::ios::binary);
+  const std::string saved((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(saved[8] == 2);
+  nn::Sequential reloaded;
+  reloaded.add(nn::Linear(2));
+  reloaded.add(nn::ReLU());
+  reloaded.add(nn::Linear(1));
+  reloaded.load(path, d);
+  test::require_allclose<float>(reloaded(tensor(x, {2, 3}, d)), want);
+  std::remove(path.c_str());
+}
+
 TEST_CASE("save on one device, load on another", "[nn][io][multidevice]") {
   KTEN_REQUIRE_GPUS(1);
   const Device d = test::device(), other = test::other_device();
@@ -456,9 +520,9 @@ TEST_CASE("a malformed parameter file throws FormatError and leaves the model as
   write("not a parameter file at all");
   expect_format_error("foreign", "not a kten parameter file");
   std::string future = good;
-  future[8] = 2;
+  future[8] = 3;
   write(future);
-  expect_format_error("version", "version 2");
+  expect_format_error("version", "version 3");
   nn::Sequential fewer;
   fewer.add(nn::Linear(3, 4));
   fewer.save(bad);

@@ -1,5 +1,7 @@
 #pragma once
-// Internal: the optimisers' kernels, one fused kernel per parameter and step.
+// Internal: the layers' and optimisers' own kernels, one fused kernel per call.
+
+#include <cstdint>
 
 #include <kten/tensor.hpp>
 
@@ -40,5 +42,12 @@ void adam_update(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const 
 /// \brief t *= factor in place, `factor` a 0-d tensor on t's device with t's dtype (read there: no
 /// host synchronisation).
 void scale_in_place(const Tensor& t, const Tensor& factor);
+
+/// \brief x with each element multiplied by 0 (probability p) or 1 / (1 - p), recorded for
+/// autograd (the gradient is g masked the same way): nn::Dropout's mask number `call` of `seed`.
+/// Element i of the mask depends on (seed, call, i) alone: the Philox-4x32-10 block of counter
+/// {low32(i), high32(i), 2, 0} and key seed + call * 0x9E3779B97F4A7C15 (low word first) keeps
+/// the element when (word 0 >> 8) * 2^-24 >= p.
+Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t call);
 
 }  // namespace kten::detail

@@ -1,4 +1,5 @@
-// Linear, ReLU and Sequential on the parameters' device; autograd derives their backward.
+// Linear, the activations, LayerNorm, Dropout and Sequential on the parameters' device; autograd
+// derives their backward.
 #include <atomic>
 #include <cmath>
 
@@ -10,6 +11,7 @@
 #include "dispatch.hpp"
 #include "elementwise.hpp"
 #include "linalg.hpp"
+#include "nn/kernels.hpp"
 
 namespace kten::nn {
 
@@ -29,7 +31,7 @@ Linear::Linear(std::int64_t out_features, LinearOptions options)
     : in_features_(-1), out_features_(out_features), options_(options),
       seed_(options.seed ? *options.seed : next_seed()) {
   if (out_features < 1) detail::fail<ShapeError>("Linear", "out_features must be >= 1, got ", out_features);
-  weight_ = {{}, {}, {-1, out_features}, options_.dtype};
+  weight_ = {{}, {}, {out_features, -1}, options_.dtype, /*transposed_in_format_up_to=*/1};
   if (options_.bias) bias_ = {{}, {}, {out_features}, options_.dtype};
 }
 
@@ -43,7 +45,7 @@ void Linear::initialise(std::int64_t in_features) {
   in_features_ = in_features;
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
   const Device d = device();
-  weight_.expected = {in_features, out_features_};
+  weight_.expected = {out_features_, in_features};
   weight_.value = uniform(weight_.expected, -bound, bound, d, seed_, options_.dtype);
   weight_.track();
   if (options_.bias) {
@@ -53,7 +55,7 @@ void Linear::initialise(std::int64_t in_features) {
   }
 }
 
-void Linear::parameters_loaded() { in_features_ = weight_.value.shape()[0]; }
+void Linear::parameters_loaded() { in_features_ = weight_.value.shape()[1]; }
 
 std::vector<NamedParameter> Linear::named_parameters() {
   std::vector<NamedParameter> out;
@@ -83,9 +85,67 @@ Tensor Linear::forward(const Tensor& input) {
   return detail::linear(input, weight_.value, options_.bias ? &bias_.value : nullptr);
 }
 
-// --- ReLU --------------------------------------------------------------------------------------
+// --- Activations -------------------------------------------------------------------------------
 
-Tensor ReLU::forward(const Tensor& input) { return relu(input); }
+Activation::Activation(std::string name, std::function<Tensor(const Tensor&)> function)
+    : name_(std::move(name)), function_(std::move(function)) {
+  if (!function_) detail::fail("Activation", "layer '", name_, "' was given an empty function");
+}
+
+Tensor Activation::forward(const Tensor& input) { return function_(input); }
+
+ReLU::ReLU() : Activation("ReLU", [](const Tensor& x) { return relu(x); }) {}
+Tanh::Tanh() : Activation("Tanh", [](const Tensor& x) { return tanh(x); }) {}
+Sigmoid::Sigmoid() : Activation("Sigmoid", [](const Tensor& x) { return sigmoid(x); }) {}
+GELU::GELU() : Activation("GELU", [](const Tensor& x) { return gelu(x); }) {}
+SiLU::SiLU() : Activation("SiLU", [](const Tensor& x) { return silu(x); }) {}
+Softplus::Softplus(double beta, double threshold)
+    : Activation("Softplus", [beta, threshold](const Tensor& x) { return softplus(x, beta, threshold); }) {}
+
+// --- LayerNorm ---------------------------------------------------------------------------------
+
+LayerNorm::LayerNorm(std::int64_t features, double eps, DType dtype) : features_(features), eps_(eps), dtype_(dtype) {
+  if (features < 1) detail::fail<ShapeError>("LayerNorm", "features must be >= 1, got ", features);
+  if (!(std::isfinite(eps) && eps >= 0))
+    detail::fail("LayerNorm", "eps must be finite and >= 0, got ", eps);
+  if (!is_floating(dtype))
+    detail::fail<DTypeError>("LayerNorm", "parameters are float32 or float64, not ", dtype);
+  weight_ = {ones({features}, device(), dtype), {}, {features}, dtype};
+  weight_.track();
+  bias_ = {zeros({features}, device(), dtype), {}, {features}, dtype};
+  bias_.track();
+}
+
+std::vector<NamedParameter> LayerNorm::named_parameters() { return {{"weight", &weight_}, {"bias", &bias_}}; }
+
+Tensor LayerNorm::forward(const Tensor& input) {
+  detail::check_defined(input, "LayerNorm forward");
+  if (input.ndim() == 0 || input.shape().back() != features_)
+    detail::fail<ShapeError>("LayerNorm forward", "normalises the last axis, of ", features_,
+                             " features, but the input has shape ", input.shape());
+  if (input.dtype() != dtype_)
+    detail::fail<DTypeError>("LayerNorm forward", "the input is ", input.dtype(), " but the parameters are ", dtype_,
+                             "; convert with .astype(...)");
+  // The corrected two-pass algorithm: the mean of the deviations (0 but for the first mean's
+  // rounding) is taken off again, or a nearly constant row's rounding error, divided by
+  // sqrt(var + eps), would reach the result multiplied by up to 1 / sqrt(eps).
+  const Tensor deviation = input - mean(input, {-1}, true);
+  const Tensor centred = deviation - mean(deviation, {-1}, true);
+  const Tensor variance = mean(centred * centred, {-1}, true);  // biased: over n, as PyTorch
+  return centred * pow(variance + eps_, -0.5) * weight_.value + bias_.value;
+}
+
+// --- Dropout -----------------------------------------------------------------------------------
+
+Dropout::Dropout(double p, std::optional<std::uint64_t> seed) : p_(p), seed_(seed ? *seed : next_seed()) {
+  if (!(p >= 0 && p < 1))
+    detail::fail("Dropout", "p is the probability of dropping an element and must lie in [0, 1), got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& input) {
+  if (!is_training() || p_ == 0) return input;
+  return detail::dropout(input, p_, seed_, calls_++);
+}
 
 // --- Sequential --------------------------------------------------------------------------------
 
@@ -105,6 +165,11 @@ void Sequential::to(const Device& device) {
   require_available(device);
   for (auto& layer : layers_) layer->to(device);
   set_device(device);
+}
+
+void Sequential::train(bool on) {
+  for (auto& layer : layers_) layer->train(on);
+  Module::train(on);
 }
 
 std::vector<NamedParameter> Sequential::named_parameters() {

@@ -1,12 +1,16 @@
 // Module::save and Module::load: a device-independent, versioned, little-endian file.
 //
-//   "KTENPRM\n"  u32 version (1)  u32 count
+//   "KTENPRM\n"  u32 version (2)  u32 count
 //   count x { u32 name length, name, u8 dtype (0 float32, 1 float64, 2 int64, 3 boolean), u8 ndim,
 //             u64 extents[ndim], u64 byte count, little-endian element bytes (a boolean: one byte, 0 or 1) }
+//   u64 FNV-1a checksum of every byte before it
 //
 // Codes 2 and 3 came later within version 1: every file an older kten wrote still loads, and an
 // older kten refuses a file holding int64 or boolean parameters (an unknown dtype code).
-//   u64 FNV-1a checksum of every byte before it
+// Version 2 changed no field but a layout: Linear's weight became (out, in), as PyTorch's, where
+// version 1 held (in, out). Each parameter says which versions held it transposed
+// (Parameter::transposed_in_format_up_to), and load() transposes those back, so version-1 files
+// load and compute as before.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -26,7 +30,7 @@ namespace kten::nn {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'T', 'E', 'N', 'P', 'R', 'M', '\n'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 // The file's dtype codes, by code: written and read through this table only.
 constexpr DType kDTypeCodes[] = {DType::float32, DType::float64, DType::int64, DType::boolean};
 constexpr std::uint64_t kDTypeCount = sizeof kDTypeCodes / sizeof kDTypeCodes[0];
@@ -93,16 +97,29 @@ std::vector<unsigned char> read_file(const std::string& path) {
   return bytes;
 }
 
-// Every parameter in the file, checked against the format (not yet against a model).
-std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::string& path) {
+// A 2-D parameter stored transposed by an older format, in today's layout.
+void transpose(Staged& s) {
+  const auto rows = static_cast<std::size_t>(s.shape[0]), cols = static_cast<std::size_t>(s.shape[1]);
+  const std::size_t width = dtype_size(s.dtype);
+  std::vector<unsigned char> out(s.data.size());
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c)
+      std::memcpy(&out[(c * rows + r) * width], &s.data[(r * cols + c) * width], width);
+  s.data = std::move(out);
+  std::swap(s.shape[0], s.shape[1]);
+}
+
+// Every parameter in the file, checked against the format (not yet against a model); `version`
+// receives the file's format version.
+std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::string& path, std::uint32_t& version) {
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
     bad_file(path, "not a kten parameter file (no KTENPRM header)");
   if (bytes.size() < 8 + 4 + 4 + 8)
     bad_file(path, "the file is truncated (", bytes.size(), " bytes)");
   Reader r{bytes, bytes.size() - 8, 8, path};
-  const auto version = r.u(4, "the version");
-  if (version != kVersion)
-    bad_file(path, "file format version ", version, ", this kten reads version ", kVersion);
+  version = static_cast<std::uint32_t>(r.u(4, "the version"));
+  if (version < 1 || version > kVersion)
+    bad_file(path, "file format version ", version, ", this kten reads versions 1 to ", kVersion);
   const auto count = r.u(4, "the parameter count");
   std::vector<Staged> staged;
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -182,8 +199,9 @@ void Module::save(const std::string& path) {
 void Module::load(const std::string& path, const Device& device) {
   require_available(device);
   std::vector<Staged> staged;
+  std::uint32_t version = 0;
   try {
-    staged = parse(read_file(path), path);
+    staged = parse(read_file(path), path, version);
   } catch (const std::bad_alloc&) {
     // Every size was checked against the file's, so this is a large file on a host short of memory.
     detail::fail<OutOfMemory>("load('" + path + "')", "out of host memory (cpu(0)) while reading the file");
@@ -195,7 +213,8 @@ void Module::load(const std::string& path, const Device& device) {
     bad_file(path, "the file has ", staged.size(), " parameters, the model has ", params.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = *params[i].slot;
-    const Staged& s = staged[i];
+    Staged& s = staged[i];
+    if (version <= p.transposed_in_format_up_to && s.shape.size() == 2) transpose(s);
     const Shape want = p.value.defined() ? p.value.shape() : p.expected;
     if (s.name != params[i].name || s.dtype != p.dtype || !p.fits(s.shape))
       bad_file(path, "parameter ", i, " is '", s.name, "' ", s.shape, " ", s.dtype, " in the file but '",

@@ -443,7 +443,7 @@ TEST_CASE("Trainer::save writes from rank 0 only and load reads on every rank", 
   nn::Sequential model;
   model.add(nn::Linear(2, 3, {true, float32, 1}));
   model.to(d);
-  if (w->rank() != 0) model.parameters()[0].copy_from(full({2, 3}, -1.0, d));  // only rank 0's may be written
+  if (w->rank() != 0) model.parameters()[0].copy_from(full({3, 2}, -1.0, d));  // only rank 0's may be written
   trainer.save(model, path);
   nn::Sequential loaded;
   loaded.add(nn::Linear(3));

@@ -169,17 +169,18 @@ std::vector<double> draw(Rng& rng, Domain domain, std::int64_t n) {
   return v;
 }
 
-// NaN, +inf and -inf in about a fifth of the elements (at least one).
-void plant_specials(Rng& rng, std::vector<double>& v) {
+// NaN, +inf and -inf (NaN only without `infinities`) in about a fifth of the elements (at least one).
+void plant_specials(Rng& rng, std::vector<double>& v, bool infinities) {
   if (v.empty()) return;
   const double specials[3] = {kNaN, kInf, -kInf};
+  const std::int64_t last = infinities ? 2 : 0;
   bool planted = false;
   for (auto& x : v)
     if (coin(rng, 0.2)) {
-      x = specials[uniform_int(rng, 0, 2)];
+      x = specials[uniform_int(rng, 0, last)];
       planted = true;
     }
-  if (!planted) v[static_cast<std::size_t>(uniform_int(rng, 0, static_cast<std::int64_t>(v.size()) - 1))] = specials[uniform_int(rng, 0, 2)];
+  if (!planted) v[static_cast<std::size_t>(uniform_int(rng, 0, static_cast<std::int64_t>(v.size()) - 1))] = specials[uniform_int(rng, 0, last)];
 }
 
 // --- inputs: a base tensor and the view of it the op sees ------------------------------------
@@ -368,7 +369,7 @@ class Case {
       if (strided) choose_view(rng, in, domain != Domain::distinct);
       else in.base_shape = in.shape;
       in.base_values = draw(rng, domain, numel_of(in.base_shape));
-      if (pass_ == special_pass) plant_specials(rng, in.base_values);
+      if (pass_ == special_pass) plant_specials(rng, in.base_values, row_.infinities);
       inputs_.push_back(std::move(in));
     }
     ++summary_.cases;
@@ -649,6 +650,7 @@ Summary run_rows(const std::vector<Row>& rows, const Config& config, std::ostrea
       out << (failures[r] == 0 ? "ok   " : "FAIL ") << row.name << ": " << cases[r] << " cases, "
           << static_cast<long>(ms[r]) << " ms"
           << (row.special_grad ? "" : " (NaN/inf gradients not compared: " + row.special_grad_note + ")")
+          << (row.infinities ? "" : " (NaN planted, no infinities: " + row.infinities_note + ")")
           << (row.torch64 ? " (PyTorch in float64 for float32: " + row.torch64_note + ")" : "") << "\n";
     }
   return summary;

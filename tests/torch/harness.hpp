@@ -86,6 +86,8 @@ struct Row {
   bool empty = true;           // takes empty tensors
   bool special_grad = true;    // gradients compared in the NaN/inf pass too
   std::string special_grad_note;
+  bool infinities = true;      // the NaN/inf pass plants infinities too (else NaN only)
+  std::string infinities_note;
   // Tolerances relative to the op applied to |inputs| (and |w| for gradients) instead of to the
   // result: sums and products, whose rounding scales with their terms, not with a cancelled result,
   // and with their length: rtol, or (n + 1) u for n terms when that is larger (the bound any order
@@ -114,6 +116,13 @@ struct Row {
     special_grad_note = std::move(why);
     return std::move(*this);
   }
+  /// The NaN/inf pass plants NaN only, saying why (where PyTorch's result at an infinity is an
+  /// accident of its formula).
+  Row no_infinities(std::string why) && {
+    infinities = false;
+    infinities_note = std::move(why);
+    return std::move(*this);
+  }
   /// Tolerances relative to the size of the terms (see term_scale).
   Row sums() && { term_scale = true; return std::move(*this); }
   /// PyTorch computes in float64 (see torch64), saying why.
@@ -130,6 +139,8 @@ struct Row {
 
 /// The table of every kten operation (ops_table.cpp).
 std::vector<Row> op_table();
+/// The table of kten's layers and losses (layers_table.cpp).
+std::vector<Row> layer_table();
 
 /// How many cases of each pass a row gets per dtype.
 struct Config {

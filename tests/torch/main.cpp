@@ -1,5 +1,5 @@
-// kten-torch-harness: every row of ops_table.cpp against PyTorch on the device under test (CTest's
-// KTEN_TEST_RUN, as for the Catch2 suite), or the self-test of planted faults.
+// kten-torch-harness: every row of ops_table.cpp and layers_table.cpp against PyTorch on the device
+// under test (CTest's KTEN_TEST_RUN, as for the Catch2 suite), or the self-test of planted faults.
 //
 //   kten-torch-harness [--self-test] [--row SUBSTRING] [--seed N] [--cases K] [--list] [--verbose]
 //
@@ -63,8 +63,9 @@ int main(int argc, char* argv[]) {
   if (self_test) return th::run_self_test(config, std::cout);
 
   std::vector<th::Row> rows;
-  for (th::Row& row : th::op_table())
-    if (only.empty() || row.name.find(only) != std::string::npos) rows.push_back(std::move(row));
+  for (std::vector<th::Row> table : {th::op_table(), th::layer_table()})
+    for (th::Row& row : table)
+      if (only.empty() || row.name.find(only) != std::string::npos) rows.push_back(std::move(row));
   if (list) {
     for (const th::Row& row : rows)
       std::cout << row.name << " (arity " << row.shapes.arity << (row.differentiable ? "" : ", values only")
@@ -83,7 +84,9 @@ int main(int argc, char* argv[]) {
             << s.value_checks << " value comparisons, " << s.gradient_checks << " gradient comparisons, " << s.fd_points
             << " finite-difference points, " << s.refused << " cases refused by both; " << s.failures.size()
             << " failures, " << seconds << " s\n";
-  for (const th::Row& row : rows)
+  for (const th::Row& row : rows) {
     if (!row.special_grad) std::cout << "  " << row.name << ": gradients at NaN/inf not compared (" << row.special_grad_note << ")\n";
+    if (!row.infinities) std::cout << "  " << row.name << ": NaN planted, no infinities (" << row.infinities_note << ")\n";
+  }
   return s.failures.empty() ? 0 : 1;
 }

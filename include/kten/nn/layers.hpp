@@ -1,10 +1,13 @@
 #pragma once
 /// \file nn/layers.hpp
-/// \brief Layers: Linear (eager or lazily shaped), ReLU, and the Sequential container.
+/// \brief Layers: Linear (eager or lazily shaped), the activations, LayerNorm, Dropout, and the
+/// Sequential container.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -19,11 +22,12 @@ struct LinearOptions {
   std::optional<std::uint64_t> seed;    ///< \brief initialisation seed; default: next_seed()
 };
 
-/// \brief y = x W + b with W of shape (in_features, out_features) and b of shape (out_features).
+/// \brief y = x W^T + b with W of shape (out_features, in_features) and b of shape (out_features),
+/// PyTorch's layout.
 ///
 /// PyTorch's default initialisation: W and b uniform in [-1/sqrt(in), 1/sqrt(in)], drawn from
 /// the layer's seed. Linear(out) infers in_features from the first input (LazyLinear, Dense(1)).
-/// The bias is added inside the matrix product's epilogue, so forward costs one GEMM.
+/// Forward costs one GEMM, which reads W transposed in place and adds the bias in its epilogue.
 class Linear : public Module {
  public:
   /// \brief A lazily shaped layer: in_features comes from the first input.
@@ -40,7 +44,7 @@ class Linear : public Module {
   std::int64_t in_features() const { return in_features_; }
   /// \brief Output width.
   std::int64_t out_features() const { return out_features_; }
-  /// \brief The (in, out) weight, undefined before a lazy layer's first call.
+  /// \brief The (out, in) weight, undefined before a lazy layer's first call.
   const Tensor& weight() const { return weight_.value; }
   /// \brief The (out) bias, undefined without bias or before a lazy layer's first call.
   const Tensor& bias() const { return bias_.value; }
@@ -55,22 +59,139 @@ class Linear : public Module {
   Parameter bias_;
 };
 
-/// \brief max(x, 0), elementwise.
-class ReLU : public Module {
+/// \brief A layer without parameters that applies one elementwise function, e.g.
+/// `Activation("Mish", [](const Tensor& x) { return x * tanh(softplus(x)); })`. The function is
+/// written with kten's differentiable operations, so autograd derives the backward.
+class Activation : public Module {
  public:
+  /// \brief The layer `name` computing `function(input)`.
+  Activation(std::string name, std::function<Tensor(const Tensor&)> function);
+
   Tensor forward(const Tensor& input) override;
-  std::string name() const override { return "ReLU"; }
+  std::string name() const override { return name_; }
+
+ private:
+  std::string name_;
+  std::function<Tensor(const Tensor&)> function_;
+};
+
+/// \brief max(x, 0), elementwise (kten::relu).
+class ReLU : public Activation {
+ public:
+  /// \brief The layer.
+  ReLU();
+};
+
+/// \brief tanh(x), elementwise.
+class Tanh : public Activation {
+ public:
+  /// \brief The layer.
+  Tanh();
+};
+
+/// \brief 1 / (1 + e^-x), elementwise.
+class Sigmoid : public Activation {
+ public:
+  /// \brief The layer.
+  Sigmoid();
+};
+
+/// \brief x Phi(x) with Phi the standard normal CDF, in its exact erf form (PyTorch's default
+/// GELU, not the tanh approximation).
+class GELU : public Activation {
+ public:
+  /// \brief The layer.
+  GELU();
+};
+
+/// \brief x sigmoid(x) (also called Swish), elementwise.
+class SiLU : public Activation {
+ public:
+  /// \brief The layer.
+  SiLU();
+};
+
+/// \brief log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (PyTorch's Softplus;
+/// kten::softplus).
+class Softplus : public Activation {
+ public:
+  /// \brief The layer, with PyTorch's defaults beta 1 and threshold 20.
+  explicit Softplus(double beta = 1, double threshold = 20);
+};
+
+/// \brief Layer normalisation over the last axis (PyTorch's LayerNorm with one normalised
+/// dimension): (x - mean) / sqrt(var + eps) * weight + bias, with the biased variance (divided by
+/// the number of features, as PyTorch), weight and bias of shape (features) starting at ones and
+/// zeros. An input whose last extent is not `features` throws ShapeError, one of another dtype
+/// than the parameters DTypeError.
+class LayerNorm : public Module {
+ public:
+  /// \brief Normalises `features` values; eps (finite, >= 0, else kten::Error) keeps the
+  /// division finite for a constant input; `dtype` is the parameters' (and inputs') dtype.
+  explicit LayerNorm(std::int64_t features, double eps = 1e-5, DType dtype = DType::float32);
+
+  Tensor forward(const Tensor& input) override;
+  std::vector<NamedParameter> named_parameters() override;
+  std::string name() const override { return "LayerNorm"; }
+
+  /// \brief The number of features normalised together.
+  std::int64_t features() const { return features_; }
+  /// \brief The epsilon added to the variance.
+  double eps() const { return eps_; }
+  /// \brief The (features) scale, ones at first.
+  const Tensor& weight() const { return weight_.value; }
+  /// \brief The (features) shift, zeros at first.
+  const Tensor& bias() const { return bias_.value; }
+
+ private:
+  std::int64_t features_;
+  double eps_;
+  DType dtype_;
+  Parameter weight_;
+  Parameter bias_;
+};
+
+/// \brief In training mode, zeroes each element with probability p and scales the others by
+/// 1 / (1 - p) (PyTorch's inverted dropout); in evaluation mode, and for p = 0, returns its input.
+///
+/// The mask comes from kten's counter-based generator: element i of the layer's n-th masked call
+/// depends on (seed, n, i) alone, so a seed gives the same masks on every device, and each call
+/// draws a new one. A NaN input stays NaN where it is dropped (NaN * 0), as in PyTorch. The
+/// gradient goes through the same mask.
+class Dropout : public Module {
+ public:
+  /// \brief Drops with probability p, in [0, 1) (kten::Error otherwise); masks drawn from `seed`,
+  /// by default nn::next_seed().
+  explicit Dropout(double p = 0.5, std::optional<std::uint64_t> seed = std::nullopt);
+
+  Tensor forward(const Tensor& input) override;
+  std::string name() const override { return "Dropout"; }
+
+  /// \brief The probability of zeroing an element.
+  double p() const { return p_; }
+  /// \brief The seed of the masks.
+  std::uint64_t seed() const { return seed_; }
+  /// \brief How many masks the layer has drawn (its training-mode calls with p > 0): the next
+  /// call's mask is number calls().
+  std::uint64_t calls() const { return calls_; }
+
+ private:
+  double p_;
+  std::uint64_t seed_;
+  std::uint64_t calls_ = 0;
 };
 
 /// \brief Layers applied in order; its parameters are theirs, named "<index>.<name>".
 class Sequential : public Module {
  public:
-  /// \brief Appends a layer (taken by value) and returns it.
+  /// \brief Appends a layer (taken by value), moved to this container's device and put in its
+  /// mode (training or evaluation), and returns it.
   template <class Layer>
   Layer& add(Layer layer) {
     static_assert(std::is_base_of_v<Module, Layer>, "Sequential::add takes a kten::nn::Module");
     auto owned = std::make_shared<Layer>(std::move(layer));
     owned->to(device());
+    owned->train(is_training());
     layers_.push_back(owned);
     return *owned;
   }
@@ -81,6 +202,8 @@ class Sequential : public Module {
 
   Tensor forward(const Tensor& input) override;
   void to(const Device& device) override;
+  /// \brief Sets the mode of the container and of every layer in it.
+  void train(bool on = true) override;
   std::vector<NamedParameter> named_parameters() override;
   std::string name() const override { return "Sequential"; }
   void parameters_loaded() override;

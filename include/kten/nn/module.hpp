@@ -3,6 +3,7 @@
 /// \brief kten::nn::Module: parameters that live on one device, forward and backward passes,
 /// save and load, state dicts.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -19,6 +20,10 @@ struct Parameter {
   Tensor grad;     ///< \brief value.grad(): the same storage, which backward() accumulates into in place
   Shape expected;  ///< \brief the shape value has or will have (-1: inferred later)
   DType dtype = DType::float32;  ///< \brief the dtype value has or will have
+  /// \brief Parameter files (Module::save) of format versions up to this one hold this 2-D
+  /// parameter transposed, and load() transposes it back; 0: stored as it is in every version.
+  /// Linear's weight, (in, out) in version 1, sets 1.
+  std::uint32_t transposed_in_format_up_to = 0;
 
   /// \brief Makes `value` a leaf that requires grad with `grad` as its gradient (zeros of value's
   /// shape when grad is undefined or does not fit): call after assigning either. An int64 or
@@ -69,6 +74,15 @@ class Module {
   /// \brief Sets every gradient to zero (on the device).
   void zero_grad();
 
+  /// \brief Training mode (on = true), or evaluation mode (on = false): layers such as Dropout act
+  /// differently in each. A new module is in training mode; containers pass the mode on to their
+  /// layers (override this to do so).
+  virtual void train(bool on = true) { training_ = on; }
+  /// \brief Evaluation mode: train(false).
+  void eval() { train(false); }
+  /// \brief True in training mode.
+  bool is_training() const { return training_; }
+
   /// \brief Writes the parameters to `path`: a versioned, little-endian, checksummed file that
   /// does not depend on the device. The write is atomic: a crash never leaves a broken file.
   void save(const std::string& path);
@@ -100,6 +114,7 @@ class Module {
 
  private:
   Device device_ = cpu();
+  bool training_ = true;
   Tensor last_input_;   // the last recorded call's input (a leaf when the caller's did not require grad)
   Tensor last_output_;  // and output, for backward(grad_output)
 };
