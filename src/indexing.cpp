@@ -11,6 +11,7 @@
 #include "checks.hpp"
 #include "dispatch.hpp"
 #include "elementwise.hpp"
+#include "indexing.hpp"
 #include "runtime_internal.hpp"
 
 namespace kten {
@@ -161,7 +162,7 @@ void check_indices(const char* label, const Tensor& index, const Tensor& x, int 
 // x[... index[...] along a ...]. layout(a) checks the index's shape against x's (ShapeError) and
 // gives the result's shape and the index tensor's strides along it.
 template <class Layout>
-Tensor take(const char* label, const Tensor& x, int axis, const Tensor& index, Layout layout) {
+Tensor take(const char* label, const Tensor& x, int axis, const Tensor& index, Layout layout, bool check_bounds = true) {
   check_defined(x, label);
   check_dtype(label, "the index tensor", index, DType::int64, "convert it with .astype(kten::int64)");
   const int a = normalize_axis(label, x, axis);
@@ -170,7 +171,7 @@ Tensor take(const char* label, const Tensor& x, int axis, const Tensor& index, L
   const Shape& shape = shape_and_strides.first;
   const Shape& index_strides = shape_and_strides.second;
   check_same_device(label, x.device(), index.device());
-  check_indices(label, index, x, a);
+  if (check_bounds) check_indices(label, index, x, a);
   Tensor out = empty(shape, x.device(), x.dtype());
   const BroadcastIndex s = strided_index(label, shape, strides_but(x, a), index_strides);
   const std::int64_t step = x.strides()[a];
@@ -237,8 +238,9 @@ Tensor argmax(const Tensor& x_in) {
   return out;
 }
 
-Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
-  constexpr const char* label = "kten::index_select";
+namespace detail {
+namespace {
+Tensor select_along(const char* label, const Tensor& x, int axis, const Tensor& indices, bool check_bounds) {
   return take(label, x, axis, indices, [&](int a) {
     if (indices.ndim() != 1)
       fail<ShapeError>(label, "indices must be 1-D, got shape ", indices.shape(),
@@ -247,7 +249,17 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
     shape[a] = indices.numel();
     index_strides[a] = indices.strides()[0];  // output position along a -> the index's offset
     return std::pair{shape, index_strides};
-  });
+  }, check_bounds);
+}
+}  // namespace
+
+Tensor select_rows_in_range(const Tensor& x, const Tensor& rows) {
+  return select_along("kten::select_rows", x, 0, rows, /*check_bounds=*/false);
+}
+}  // namespace detail
+
+Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
+  return select_along("kten::index_select", x, axis, indices, /*check_bounds=*/true);
 }
 
 Tensor gather(const Tensor& x, int axis, const Tensor& index) {

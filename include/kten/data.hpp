@@ -1,6 +1,7 @@
 #pragma once
 /// \file data.hpp
-/// \brief Datasets and minibatches. Batches are made on the host; the Trainer moves them.
+/// \brief Datasets and minibatches. SyntheticRegression makes its batches on the host (the Trainer
+/// moves them); TensorDataset and ReplayBuffer make theirs on their tensors' device.
 
 #include <cstdint>
 #include <vector>
@@ -9,7 +10,8 @@
 
 namespace kten::data {
 
-/// \brief One minibatch: inputs and targets, on the host until prepare_batch moves them.
+/// \brief One minibatch: inputs and targets (on the host for SyntheticRegression until the
+/// Trainer's prepare_batch moves them; on their device for TensorDataset and ReplayBuffer).
 struct Batch {
   Tensor X;  ///< \brief (batch, features)
   Tensor y;  ///< \brief (batch, outputs)
@@ -78,6 +80,65 @@ class SyntheticRegression : public Dataset {
   std::int64_t num_train_, num_val_;
   std::uint64_t seed_;
   Tensor X_, y_;
+};
+
+/// \brief A dataset over tensors the application owns, on any one device, without copying them:
+/// for example a simulation's fields wrapped by from_view. Rows [0, num_train) of X and y train,
+/// the last num_val rows validate. Batches are gathered on that device (index_select of the rows);
+/// each epoch's row order goes to the device in one counted transfer and nothing is read back, so
+/// batches() never synchronises the host. Training rows are shuffled per epoch as
+/// SyntheticRegression's are; validation rows come in order. The tensors are read when batches()
+/// runs: values the application changed in place since are the ones used.
+class TensorDataset : public Dataset {
+ public:
+  /// \brief X (examples, ...) and y (examples, ...) on one device, the last `num_val` rows for
+  /// validation. ShapeError unless both have the same number (>= 1) of rows and 0 <= num_val <
+  /// rows; DeviceMismatch unless they share a device.
+  TensorDataset(Tensor X, Tensor y, std::int64_t num_val = 0, std::uint64_t seed = 0);
+  std::vector<Batch> batches(bool train, std::int64_t batch_size, std::uint64_t epoch) const override;
+  std::int64_t num_train() const override { return num_train_; }
+  std::int64_t num_val() const override { return num_val_; }
+  /// \brief The inputs, as given (sharing the application's memory).
+  const Tensor& X() const { return X_; }
+  /// \brief The targets, as given.
+  const Tensor& y() const { return y_; }
+
+ private:
+  Tensor X_, y_;
+  std::int64_t num_train_, num_val_;
+  std::uint64_t seed_;
+};
+
+/// \brief Samples pushed by a running simulation, kept on one device in a ring of `capacity` rows
+/// (the oldest overwritten first), and minibatches drawn from them on that device for online
+/// training. Neither push() nor sample() synchronises the host: the ring's fill level is counted
+/// on the host and sample()'s row indices are drawn on the device.
+class ReplayBuffer {
+ public:
+  /// \brief A ring of `capacity` (>= 1) samples whose input has shape `x_shape` and target
+  /// `y_shape` (one sample's shapes, without the batch axis), on `device`, of `dtype`; `seed`
+  /// fixes the sampled rows (the same on every device).
+  ReplayBuffer(std::int64_t capacity, const Shape& x_shape, const Shape& y_shape, const Device& device = cpu(),
+               DType dtype = DType::float32, std::uint64_t seed = 0);
+  /// \brief Copies the rows of X (n, x_shape...) and y (n, y_shape...) into the ring, on the
+  /// device (n > capacity keeps the last capacity rows). They must already be on the buffer's
+  /// device (DeviceMismatch otherwise: kten never moves data implicitly) and of its dtype
+  /// (DTypeError); ShapeError for other shapes.
+  void push(const Tensor& X, const Tensor& y);
+  /// \brief `batch_size` samples drawn uniformly, with replacement, from the rows held (each call
+  /// draws anew); kten::Error while the buffer is empty.
+  Batch sample(std::int64_t batch_size);
+  /// \brief Rows held: min(rows pushed, capacity).
+  std::int64_t size() const { return size_; }
+  /// \brief The most rows held.
+  std::int64_t capacity() const { return capacity_; }
+  /// \brief Where the ring lives.
+  Device device() const { return X_.device(); }
+
+ private:
+  Tensor X_, y_;  // (capacity, x_shape...), (capacity, y_shape...)
+  std::int64_t capacity_, size_ = 0, next_ = 0;  // next_: the ring row the next push writes first
+  std::uint64_t seed_, draws_ = 0;               // draws_: sample() calls so far, each a new stream
 };
 
 }  // namespace kten::data

@@ -1,0 +1,13 @@
+#pragma once
+// Internal: indexing for indices kten made itself.
+
+#include <kten/tensor.hpp>
+
+namespace kten::detail {
+
+/// \brief index_select(x, 0, rows) without the bounds check, whose read of the indices' range on
+/// the host would synchronise a GPU: for int64 row indices that kten drew itself inside [0, rows of
+/// x) (a dataset's epoch order, a replay buffer's samples). Differentiable like index_select.
+Tensor select_rows_in_range(const Tensor& x, const Tensor& rows);
+
+}  // namespace kten::detail
