@@ -216,12 +216,29 @@ Tensor differentiable_unary(const char* label, const Tensor& x, Gradient gradien
   return y;
 }
 
+// grad(a, b) for two tensors of one shape (a unary operation's input or output, and its incoming
+// gradient), read as contiguous memory: only the plain indexed kernel is compiled. With the
+// strided walk of elementwise_binary around them, float64 erf and exp (gelu's gradient) needed
+// more registers than an AMD GPU gives each thread of a 1024-thread block, and spilled.
+template <class Grad>
+Tensor same_shape_gradient(const char* label, const Tensor& a_in, const Tensor& b_in, Grad grad) {
+  if (a_in.shape() != b_in.shape())
+    fail<ShapeError>(label, "the gradient has shape ", b_in.shape(), ", the operation's output ", a_in.shape());
+  const Tensor a = a_in.contiguous(), b = b_in.contiguous();
+  Tensor out = empty(a.shape(), a.device(), a.dtype());
+  launch(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
+    using T = std::remove_pointer_t<decltype(x)>;
+    for_each_index(label, backend, out.numel(), BinaryKernel<T, Grad, T>{x, y, o, grad});
+  }, a, b, out);
+  return out;
+}
+
 // A unary operation whose gradient is one kernel grad(x, g), or grad(y, g) of its output y.
 enum class GradOf { input, output };
 template <GradOf of = GradOf::input, class Op, class Grad>
 Tensor unary_with_grad_kernel(const char* label, const char* grad_label, const Tensor& x, Op op, Grad grad) {
   return differentiable_unary(label, x, [grad_label, grad](const Tensor& x, const Tensor& y, const Tensor& g) {
-    return elementwise_binary(grad_label, of == GradOf::input ? x : y, g, grad);
+    return same_shape_gradient(grad_label, of == GradOf::input ? x : y, g, grad);
   }, op);
 }
 }  // namespace

@@ -1,6 +1,7 @@
 // The public contract's walk-through (docs/architecture.md, "The public contract"; the README's
 // first example), verbatim in substance: if a name or a signature drifts, this stops compiling;
 // if a semantic drifts, it fails.
+#include <cstdio>
 #include <initializer_list>
 #include <sstream>
 #include <vector>
@@ -171,4 +172,65 @@ TEST_CASE("the reductions and matmul contract (issue 17 part 5) compiles and beh
               kten::norm(kten::matmul(x, W), {0, 2}).sum();
   loss.backward();
   CHECK(x.grad().shape() == x.shape());
+}
+
+TEST_CASE("the models contract (issue 18) compiles and behaves", "[contract][layers]") {
+  const kten::Device d = kten::test::device();
+  auto X = kten::rand({4, 3}, d, 1);
+  // DESIGN's labels are {0, 2, 1, 1}; class 2 does not exist for the 2 outputs below, which
+  // CrossEntropyLoss refuses on cpu() (IndexError), as PyTorch does. These are in range.
+  auto labels = kten::tensor(std::vector<std::int64_t>{0, 1, 1, 0}, d);
+
+  // Layers, modes, losses, optimisers, schedules.
+  kten::nn::Sequential mlp;
+  mlp.add(kten::nn::Linear(3, 16));  // weight (out, in) in state_dict(), as PyTorch
+  mlp.add(kten::nn::GELU());         // also Tanh, Sigmoid, SiLU, Softplus (ReLU as before)
+  mlp.add(kten::nn::LayerNorm(16));  // LayerNorm(features, eps = 1e-5): weight and bias
+  mlp.add(kten::nn::Dropout(0.1));   // Dropout(p, seed): acts only in training mode
+  mlp.add(kten::nn::Linear(16, 2));
+  mlp.to(d);
+  mlp.train();
+  CHECK(mlp.is_training());
+  mlp.eval();
+  CHECK_FALSE(mlp.is_training());
+  mlp.train();
+  kten::nn::CrossEntropyLoss ce;  // int64 class targets
+  kten::optim::Adam adam(1e-3f);  // Adam(lr, AdamOptions{beta1, beta2, eps, weight_decay})
+  kten::optim::AdamW adamw(1e-3f, 1e-2f);
+  kten::optim::SGD sgdm(0.1f, kten::optim::SGDOptions{/*momentum=*/0.9f});
+  kten::optim::CosineAnnealingLR schedule(adam, /*t_max=*/100);
+  adam.zero_grad(mlp);
+  auto l = ce(mlp(X), labels);  // a 0-d tensor with history
+  CHECK(l.ndim() == 0);
+  CHECK(l.requires_grad());
+  l.backward();
+  auto total = kten::nn::clip_grad_norm_(mlp, 1.0);  // the total norm as a 0-d tensor on the device
+  CHECK(total.ndim() == 0);
+  CHECK(total.device() == d);
+  const auto before = mlp.parameters()[0].to_vector<float>();
+  adam.step(mlp);
+  schedule.step();
+  CHECK(mlp.parameters()[0].to_vector<float>() != before);
+  CHECK(adam.lr() < 1e-3);  // the cosine schedule moved the rate
+
+  // PyTorch interchange.
+  kten::nn::StateDict sd = mlp.state_dict();  // PyTorch's names ("0.weight") and layouts
+  REQUIRE(sd.size() == 6);
+  CHECK(sd[0].first == "0.weight");
+  CHECK(sd[0].second.shape() == kten::Shape{16, 3});
+  CHECK(sd[2].first == "2.weight");
+  const std::string path = "contract-models-" + d.str() + ".safetensors";  // runs on two devices at once
+  kten::io::save_safetensors(path, sd);
+  kten::nn::Sequential copy;
+  copy.add(kten::nn::Linear(3, 16));
+  copy.add(kten::nn::GELU());
+  copy.add(kten::nn::LayerNorm(16));
+  copy.add(kten::nn::Dropout(0.1));
+  copy.add(kten::nn::Linear(16, 2));
+  copy.to(d);
+  copy.load_state_dict(kten::io::load_safetensors(path, d));  // strict by default
+  mlp.eval();
+  copy.eval();
+  CHECK(copy(X).to_vector<float>() == mlp(X).to_vector<float>());
+  std::remove(path.c_str());
 }
