@@ -57,12 +57,13 @@ perf-mpi: build
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=$${OMP_PROC_BIND:-false} \
 	  mpiexec -n $(MPI_RANKS) $(BUILD)/perf/kten-perf-mpi --out $(BUILD)/perf-mpi $(ARGS)
 
-# libFuzzer on the parameter loader, then on the safetensors reader with load_state_dict, for
-# FUZZ_SECONDS each (60 by default; run longer by hand, e.g. `make fuzz FUZZ_SECONDS=3600`): clang
-# with ASan + UBSan, the corpora (build/fuzz/corpus/<target>) seeded with files from save() and
-# save_safetensors(). Findings are written to build/fuzz/ (crash-*, leak-*) and make fails.
+# libFuzzer on the parameter loader, the safetensors reader with load_state_dict, and the
+# checkpoint loader, for FUZZ_SECONDS each (60 by default; run longer by hand, e.g. `make fuzz
+# FUZZ_SECONDS=3600`): clang with ASan + UBSan, the corpora (build/fuzz/corpus/<target>) seeded with
+# files from save(), save_safetensors() and save_checkpoint(). Findings are written to build/fuzz/
+# (crash-*, leak-*) and make fails.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = load safetensors
+FUZZ_TARGETS = load safetensors checkpoint
 .PHONY: fuzz
 fuzz:
 	@scripts/setup --fuzz

@@ -46,4 +46,13 @@ template <class E = Error, class... Parts>
   throw E(error_message(op, parts...));
 }
 
+/// \brief Throws E with the message of `inner` (a kten::Error from a step of `op`) said from `op`:
+/// "kten: <op>: <inner's message after its "kten: ">".
+template <class E = Error>
+[[noreturn]] void fail_within(std::string_view op, const Error& inner) {
+  std::string_view what = inner.what();
+  if (what.substr(0, 6) == "kten: ") what.remove_prefix(6);
+  fail<E>(op, what);
+}
+
 }  // namespace kten::detail

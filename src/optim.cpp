@@ -136,7 +136,7 @@ OptimizerState Optimizer::state() const {
   return out;
 }
 
-void Optimizer::load_state(const OptimizerState& state, nn::Module& model) {
+Optimizer::Restored Optimizer::checked_state(const OptimizerState& state, nn::Module& model) {
   const std::string op = kind_ + " load_state";
   if (state.kind != kind_) detail::fail<FormatError>(op, "the state is of an optimiser of kind '", state.kind, "', not ", kind_);
   std::map<std::string, const nn::Parameter*> parameters;
@@ -205,16 +205,25 @@ void Optimizer::load_state(const OptimizerState& state, nn::Module& model) {
       if (!s.buffers[b].defined())
         detail::fail<FormatError>(op, "parameter '", name, "' has a step count but no '", name, ".", buffer_names_[b], "'");
   }
+  return {set_hyperparameters, lr, initial_lr, schedule_step, std::move(restored)};
+}
+
+void Optimizer::check_state(const OptimizerState& state, nn::Module& model) { checked_state(state, model); }
+
+void Optimizer::load_state(const OptimizerState& state, nn::Module& model) {
+  Restored r = checked_state(state, model);
   // The copies on the parameters' devices (allocations may fail: before anything changes), so that
   // later steps write neither into the caller's tensors nor across devices.
-  for (auto& [name, s] : restored)
-    for (Tensor& t : s.buffers) t = t.detach().copyto(parameters.at(name)->value.device());
+  std::map<std::string, const Tensor*> values;
+  for (const auto& [name, p] : model.named_parameters()) values[name] = &p->value;
+  for (auto& [name, s] : r.parameters)
+    for (Tensor& t : s.buffers) t = t.detach().copyto(values.at(name)->device());
 
-  set_hyperparameters();
-  lr_ = lr;
-  initial_lr_ = initial_lr;
-  schedule_step_ = schedule_step;
-  parameters_ = std::move(restored);
+  r.set_hyperparameters();
+  lr_ = r.lr;
+  initial_lr_ = r.initial_lr;
+  schedule_step_ = r.schedule_step;
+  parameters_ = std::move(r.parameters);
 }
 
 // --- SGD ---

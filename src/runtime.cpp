@@ -4,6 +4,7 @@
 #include <mutex>
 #include <string>
 
+#include <kten/kokkos.hpp>
 #include <kten/runtime.hpp>
 
 #include "kokkos_compat.hpp"
@@ -105,6 +106,12 @@ void fence(const Device& device) {
 
 std::uint64_t gpu_fence_count() { return gpu_fences; }
 
+namespace {
+thread_local const StreamGuard* innermost_guard = nullptr;
+}
+
+const Kokkos::DefaultExecutionSpace* guarded_instance() { return innermost_guard ? &innermost_guard->space() : nullptr; }
+
 std::mutex& shared_scratch_mutex() {
   static std::mutex mutex;
   return mutex;
@@ -119,4 +126,15 @@ bool host_pool_usable_here() {
 }
 
 }  // namespace detail
+
+StreamGuard::StreamGuard(const Kokkos::DefaultExecutionSpace& space) : space_(space), previous_(detail::innermost_guard) {
+  detail::current_instance<Kokkos::DefaultExecutionSpace>().fence();  // what kten queued before
+  detail::innermost_guard = this;
+}
+
+StreamGuard::~StreamGuard() {
+  space_.fence();
+  detail::innermost_guard = previous_;
+}
+
 }  // namespace kten

@@ -1,11 +1,16 @@
 #pragma once
 // Shared test helpers: the device under test, one allclose and one gradient check.
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <string>
+#include <system_error>
 #include <vector>
+
+#include <unistd.h>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/catch_message.hpp>
@@ -116,6 +121,24 @@ inline void check_gradients(const std::string& name, const std::function<Tensor(
 }
 
 /// A small seeded MLP (3 -> 4 -> ReLU -> 1) on `d`: the same model in every process and thread.
+/// A folder of its own for one test case (in the system's temporary folder), removed at its end.
+struct Scratch {
+  std::filesystem::path dir;
+  Scratch() {
+    static std::atomic<int> counter{0};
+    dir = std::filesystem::temp_directory_path() /
+          ("kten-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
 inline nn::Sequential small_mlp(const Device& d) {
   nn::Sequential m;
   m.add(nn::Linear(3, 4, {true, float32, 7}));

@@ -213,6 +213,14 @@ TEST_CASE("the models contract (issue 18) compiles and behaves", "[contract][lay
   CHECK(mlp.parameters()[0].to_vector<float>() != before);
   CHECK(adam.lr() < 1e-3);  // the cosine schedule moved the rate
 
+  // Checkpoints: atomic, model, optimiser state and step; FormatError leaves everything unchanged.
+  const std::string run_path = "contract-run-" + d.str() + ".ckpt";  // runs on two devices at once
+  kten::save_checkpoint(run_path, mlp, adam, /*step=*/1000);
+  std::int64_t step = kten::load_checkpoint(run_path, mlp, adam, d);
+  CHECK(step == 1000);
+  CHECK_THROWS_AS(kten::load_checkpoint(run_path, mlp, sgdm, d), kten::FormatError);  // another kind
+  std::remove(run_path.c_str());
+
   // PyTorch interchange.
   kten::nn::StateDict sd = mlp.state_dict();  // PyTorch's names ("0.weight") and layouts
   REQUIRE(sd.size() == 6);

@@ -20,22 +20,6 @@ using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
-// A folder of its own for one test case, removed at its end.
-struct Scratch {
-  std::filesystem::path dir;
-  Scratch() {
-    static std::atomic<int> counter{0};
-    dir = std::filesystem::temp_directory_path() /
-          ("kten-interchange-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::create_directories(dir);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
-
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -256,7 +240,7 @@ TEST_CASE("a lazily shaped Linear takes its shape from the state dict", "[interc
 
 TEST_CASE("safetensors files round-trip every dtype, views and empty tensors, on every device", "[safetensors]") {
   const Device d = test::device();
-  const Scratch scratch;
+  const test::Scratch scratch;
   const Tensor x = rand({4, 3}, d, 1);
   const std::int64_t lowest = std::numeric_limits<std::int64_t>::min(), highest = std::numeric_limits<std::int64_t>::max();
   const nn::StateDict sd = {
@@ -289,7 +273,7 @@ TEST_CASE("safetensors files round-trip every dtype, views and empty tensors, on
 
 TEST_CASE("a model round-trips through a safetensors file", "[safetensors][interchange]") {
   const Device d = test::device();
-  const Scratch scratch;
+  const test::Scratch scratch;
   auto source = mlp(1, d), target = mlp(11, d);
   io::save_safetensors(scratch / "model.safetensors", source.state_dict(), {{"format", "pt"}});
   target.load_state_dict(io::load_safetensors(scratch / "model.safetensors", d));
@@ -300,7 +284,7 @@ TEST_CASE("a model round-trips through a safetensors file", "[safetensors][inter
 TEST_CASE("save_safetensors writes the safetensors library's header, padding and little-endian data",
           "[safetensors]") {
   const Device d = test::device();
-  const Scratch scratch;
+  const test::Scratch scratch;
   const std::string path = scratch / "layout.safetensors";
   io::save_safetensors(path, {{"b", tensor({1.f, -2.f}, d)}, {"a", tensor(std::vector<std::int64_t>{258}, d)}},
                        {{"format", "pt"}, {"note", "say \"hi\"\n\x01"}});
@@ -317,7 +301,7 @@ TEST_CASE("save_safetensors writes the safetensors library's header, padding and
 
 TEST_CASE("load_safetensors reads the header in any order and returns the tensors in the data's", "[safetensors]") {
   const Device d = test::device();
-  const Scratch scratch;
+  const test::Scratch scratch;
   const std::string path = scratch / "library-order.safetensors";
   // As the safetensors library writes: widest dtype first, then by name; here the header lists
   // them in yet another order, with the metadata last, escapes and UTF-8 in the names.
@@ -347,7 +331,7 @@ TEST_CASE("load_safetensors reads the header in any order and returns the tensor
 
 TEST_CASE("every malformed safetensors file throws FormatError saying what is wrong", "[safetensors]") {
   const Device d = test::device();
-  const Scratch scratch;
+  const test::Scratch scratch;
   const std::string path = scratch / "bad.safetensors";
   const auto expect_bad = [&](const std::string& what, const std::string& bytes, const std::string& needle) {
     write_bytes(path, bytes);
@@ -432,7 +416,7 @@ TEST_CASE("every malformed safetensors file throws FormatError saying what is wr
 
 TEST_CASE("save_safetensors refuses what the format cannot hold and leaves the old file intact", "[safetensors]") {
   const Device d = test::device();
-  const Scratch scratch;
+  const test::Scratch scratch;
   const std::string path = scratch / "kept.safetensors";
   const nn::StateDict good = {{"w", ones({2}, d)}};
   io::save_safetensors(path, good);

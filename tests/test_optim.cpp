@@ -4,8 +4,11 @@
 // (The torch label checks the same rules against libtorch itself: tests/torch/optim.cpp.)
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +20,7 @@
 #include <catch2/catch_template_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "io/checkpoint.hpp"
 #include "support.hpp"
 
 using namespace kten;
@@ -832,4 +836,157 @@ TEST_CASE("the optimiser lines of DESIGN 1b compile and train", "[contract][opti
     if (k == 0) first = l.item<float>();
     else CHECK(l.item<float>() < first);
   }
+}
+
+// --- Checkpoints ---
+
+TEST_CASE("a checkpoint restored into fresh objects continues training bit for bit", "[checkpoint][state][schedule]") {
+  const Device d = test::device();
+  const test::Scratch scratch;
+  const Tensor X = rand({8, 3}, d, 5), Y = rand({8, 1}, d, 6);
+  for (const Setup& setup : setups()) {
+    INFO(setup.name);
+    const std::string path = scratch / "run.ckpt";
+    nn::Sequential model = test::small_mlp(d);
+    auto optimizer = setup.optimizer(false);
+    auto schedules = setup.schedules(*optimizer);
+    for (int k = 0; k < 4; ++k) train_step(model, *optimizer, *schedules.back(), X, Y);
+    reset_stats();
+    save_checkpoint(path, model, *optimizer, 4);
+    // One device-to-host copy per tensor (4 parameters, their buffers), none on cpu().
+    const std::uint64_t tensors = 4 + optimizer->state().tensors.size();
+    CHECK(stats().device_to_host == (d.is_gpu() ? tensors : 0));
+    for (int k = 0; k < 5; ++k) train_step(model, *optimizer, *schedules.back(), X, Y);
+
+    nn::Sequential restored = test::small_mlp(d);  // other initial values (the seeds are the same: they change below)
+    for (const Tensor& p : restored.parameters()) p.copy_from(p.detach() + 1.0);
+    auto fresh = setup.optimizer(true);  // other hyperparameters
+    reset_stats();
+    CHECK(load_checkpoint(path, restored, *fresh, d) == 4);
+    CHECK(stats().host_to_device == (d.is_gpu() ? tensors : 0));
+    // A model elsewhere moves to d, as with Module::load.
+    nn::Sequential elsewhere = test::small_mlp(cpu());
+    auto other = setup.optimizer(true);
+    CHECK(load_checkpoint(path, elsewhere, *other, d) == 4);
+    CHECK(elsewhere.device() == d);
+    for (std::size_t i = 0; i < model.parameters().size(); ++i)
+      CHECK(elsewhere.parameters()[i].to_vector<float>() == restored.parameters()[i].to_vector<float>());
+    auto fresh_schedules = setup.schedules(*fresh);  // a schedule made after the load continues from its position
+    for (int k = 0; k < 5; ++k) train_step(restored, *fresh, *fresh_schedules.back(), X, Y);
+    CHECK(fresh->lr() == optimizer->lr());
+    for (std::size_t i = 0; i < model.parameters().size(); ++i)
+      CHECK(restored.parameters()[i].to_vector<float>() == model.parameters()[i].to_vector<float>());
+    require_same_state(fresh->state(), optimizer->state());
+  }
+}
+
+TEST_CASE("a checkpoint is a safetensors file with the model's PyTorch names", "[checkpoint]") {
+  const Device d = test::device();
+  const test::Scratch scratch;
+  nn::Sequential model = test::small_mlp(d);
+  optim::SGD sgd(0.1, {0.9});
+  optim::StepLR schedule(sgd, 2);
+  train_step(model, sgd, schedule, rand({8, 3}, d, 5), rand({8, 1}, d, 6));
+  save_checkpoint(scratch / "run.ckpt", model, sgd, 1);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : io::load_safetensors(scratch / "run.ckpt")) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias",
+                                          "optimizer.0.bias.momentum_buffer", "optimizer.0.weight.momentum_buffer",
+                                          "optimizer.2.bias.momentum_buffer", "optimizer.2.weight.momentum_buffer"});
+  const auto metadata = io::load_safetensors_metadata(scratch / "run.ckpt");
+  CHECK(metadata.at("format") == "kten checkpoint");
+  CHECK(metadata.at("step") == "1");
+  CHECK(metadata.at("optimizer") == "SGD");
+  CHECK(metadata.at("optimizer.momentum") == "0.9");
+  CHECK(metadata.at("optimizer.lr") == "0.1");
+  CHECK(metadata.at("optimizer.schedule_step") == "1");
+  CHECK(metadata.at("checksum").size() == 16);
+  CHECK_THAT(message_of<Error>([&] { save_checkpoint(scratch / "bad.ckpt", model, sgd, -1); }),
+             ContainsSubstring("the step must be >= 0, got -1"));
+}
+
+TEST_CASE("load_checkpoint refuses a malformed or mismatching file and changes nothing", "[checkpoint][state]") {
+  const Device d = test::device();
+  const test::Scratch scratch;
+  const Tensor X = rand({8, 3}, d, 5), Y = rand({8, 1}, d, 6);
+  const std::string good = scratch / "good.ckpt";
+  {
+    nn::Sequential source = test::small_mlp(d);
+    optim::Adam adam(0.02);
+    optim::StepLR schedule(adam, 5);
+    for (int k = 0; k < 2; ++k) train_step(source, adam, schedule, X, Y);
+    save_checkpoint(good, source, adam, 2);
+  }
+  // The file's parts, to write variants whose checksum is right (the checks behind it).
+  const nn::StateDict tensors = io::load_safetensors(good);
+  const std::map<std::string, std::string> metadata = io::load_safetensors_metadata(good);
+  const auto rewrite = [&](const std::string& name, nn::StateDict t, std::map<std::string, std::string> m) {
+    m["checksum"] = detail::checkpoint_checksum(t, m);
+    io::save_safetensors(scratch / name, t, m);
+    return scratch / name;
+  };
+  int variants = 0;
+  const auto with = [&](const std::string& key, const std::string& value) {
+    auto m = metadata;
+    m[key] = value;
+    return rewrite("variant-" + std::to_string(variants++) + ".ckpt", tensors, m);
+  };
+  std::ifstream in(good, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto written = [&](const std::string& name, const std::string& content) {
+    std::ofstream(scratch / name, std::ios::binary) << content;
+    return scratch / name;
+  };
+  std::string flipped = bytes;
+  flipped[flipped.size() - 3] ^= 0x10;  // a bit of the last tensor's data
+  // The file's order: model.0.weight, model.0.bias, model.2.weight, model.2.bias, then the
+  // optimiser's buffers by name, optimizer.0.bias.exp_avg first.
+  nn::StateDict reshaped = tensors, renamed = tensors, misplaced = tensors, partial = tensors;
+  reshaped[0].second = reshaped[0].second.reshape({2, 6});  // 4x3 in the model
+  renamed[4].first = "optimizer.0.bias.exp_avg_sq_";
+  misplaced[4].first = "optimizer.5.bias.exp_avg";
+  partial.erase(partial.begin() + 2, partial.begin() + 4);
+
+  const std::vector<std::tuple<const char*, std::string, const char*>> cases = {
+      {"a missing file", scratch / "none.ckpt", "cannot open the file"},
+      {"a truncated file", written("short.ckpt", bytes.substr(0, bytes.size() - 5)), "the file is truncated"},
+      {"a flipped bit", written("flipped.ckpt", flipped), "checksum mismatch: the file is corrupted"},
+      {"a plain safetensors file", [&] { io::save_safetensors(scratch / "plain.ckpt", tensors); return scratch / "plain.ckpt"; }(),
+       "the file has no 'format' metadata entry: not a checkpoint of save_checkpoint()"},
+      {"another format", with("format", "other"), "the file's format is \"other\", not \"kten checkpoint\""},
+      {"a newer version", with("version", "2"), "checkpoint version \"2\"; this kten reads version 1"},
+      {"an edited step", [&] { auto m = metadata; m["step"] = "3"; io::save_safetensors(scratch / "e.ckpt", tensors, m); return scratch / "e.ckpt"; }(),
+       "checksum mismatch"},
+      {"a step that is no number", with("step", "2x"), "the metadata entry 'step' is \"2x\", not a number"},
+      {"a negative step", with("step", "-1"), "the step is -1, below 0"},
+      {"an unknown entry", with("epoch", "3"), "the metadata entry 'epoch' is unknown to this kten"},
+      {"an infinite learning rate", with("optimizer.lr", "inf"), "the metadata entry 'optimizer.lr' is inf, not finite"},
+      {"another optimiser kind", with("optimizer", "SGD"), "the state is of an optimiser of kind 'SGD', not Adam"},
+      {"a tensor of neither", [&] { auto t = tensors; t.emplace_back("extra", zeros({1})); return rewrite("x.ckpt", t, metadata); }(),
+       "the tensor 'extra' belongs neither to the model nor to the optimiser"},
+      {"a model weight of another shape", rewrite("r.ckpt", reshaped, metadata),
+       "'0.weight' has shape 2x6 in the state dict but 4x3 in the model"},
+      {"an optimiser buffer of another name", rewrite("n.ckpt", renamed, metadata),
+       "the state's tensor '0.bias.exp_avg_sq_' is no buffer of Adam"},
+      {"an optimiser buffer of another parameter", rewrite("p.ckpt", misplaced, metadata),
+       "the state's '5.bias.exp_avg' names no parameter of the model (Sequential)"},
+      {"a file without some of the model's parameters", rewrite("m.ckpt", partial, metadata),
+       "the state dict's names are not the model's: missing"},
+  };
+  nn::Sequential model = test::small_mlp(d);
+  optim::Adam adam(0.01);
+  optim::StepLR schedule(adam, 2);
+  train_step(model, adam, schedule, X, Y);
+  const optim::OptimizerState before = snapshot(adam.state());
+  std::vector<std::vector<float>> parameters;
+  for (const Tensor& p : model.parameters()) parameters.push_back(p.to_vector<float>());
+  for (const auto& [name, path, message] : cases) {
+    INFO(name);
+    CHECK_THAT(message_of<FormatError>([&] { load_checkpoint(path, model, adam, d); }), ContainsSubstring(message));
+    require_same_state(adam.state(), before);
+    for (std::size_t i = 0; i < parameters.size(); ++i) CHECK(model.parameters()[i].to_vector<float>() == parameters[i]);
+    CHECK(model.device() == d);
+  }
+  // The good file loads into the same objects.
+  CHECK(load_checkpoint(good, model, adam, d) == 2);
 }

@@ -5,12 +5,14 @@
 #include <cstring>
 #include <functional>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch_template_test_macros.hpp>
 
 #include <kten/kokkos.hpp>
 
+#include "dispatch/backends.hpp"  // detail::guarded_instance
 #include "elementwise.hpp"  // detail::fill, an in-place kernel that assumes contiguous memory
 #include "support.hpp"
 
@@ -411,6 +413,74 @@ TEST_CASE("from_view takes a View in the default layout of the default memory sp
   auto back = t.view<double**, Kokkos::LayoutStride, Space>();
   CHECK(back.data() == user.data());
   CHECK(back.stride(1) == user.stride(1));
+}
+
+namespace {
+
+using DefaultMemory = Kokkos::DefaultExecutionSpace::memory_space;
+
+// The application's own kernels on its instance.
+struct FillIndex {
+  Kokkos::View<double*, DefaultMemory> field;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const { field(i) = i; }
+};
+struct AddOne {
+  Kokkos::View<double*, DefaultMemory> field;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const { field(i) += 1; }
+};
+
+// An execution-space instance of the application's: a stream it made in a GPU build, the host
+// space's instance in a host build.
+struct ApplicationInstance {
+#if defined(KOKKOS_ENABLE_CUDA)
+  cudaStream_t stream{};
+  ApplicationInstance() { REQUIRE(cudaStreamCreate(&stream) == cudaSuccess); }
+  ~ApplicationInstance() { cudaStreamDestroy(stream); }
+  Kokkos::Cuda space() const { return Kokkos::Cuda(stream); }
+#elif defined(KOKKOS_ENABLE_HIP)
+  hipStream_t stream{};
+  ApplicationInstance() { REQUIRE(hipStreamCreate(&stream) == hipSuccess); }
+  ~ApplicationInstance() { (void)hipStreamDestroy(stream); }
+  Kokkos::Experimental::HIP space() const { return Kokkos::Experimental::HIP(stream); }
+#else
+  Kokkos::DefaultExecutionSpace space() const { return {}; }
+#endif
+};
+
+}  // namespace
+
+TEST_CASE("a StreamGuard makes kten enqueue on the application's instance, in order with its kernels", "[interop][stream]") {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const Device d = test::device();
+  const bool fits = d.is_cpu() ? std::is_same_v<DefaultMemory, Kokkos::HostSpace>
+                               : !std::is_same_v<DefaultMemory, Kokkos::HostSpace> || gpus_are_emulated();
+  if (!fits) SKIP("the default execution space does not serve this device");
+  const ApplicationInstance application;
+  const int n = 1000;
+  Kokkos::View<double*, DefaultMemory> field("field", n);
+  CHECK(detail::guarded_instance() == nullptr);
+  {
+    const Exec space = application.space();
+    const StreamGuard guard(space);
+    CHECK(detail::guarded_instance() == &guard.space());
+    // The application's kernel, kten's, the application's again, then kten's: one instance, and
+    // no fence between them but the read of the result.
+    Kokkos::parallel_for("fill", Kokkos::RangePolicy<Exec>(space, 0, n), FillIndex{field});
+    const Tensor t = from_view(field, d);
+    t.copy_from(t * 2.0);
+    Kokkos::parallel_for("add one", Kokkos::RangePolicy<Exec>(space, 0, n), AddOne{field});
+    const Tensor total = sum(t);
+    CHECK(total.item<double>() == 2.0 * (n - 1) * n / 2 + n);
+    {
+      const StreamGuard inner(space);  // guards nest; they belong to the thread that made them
+      CHECK(detail::guarded_instance() == &inner.space());
+      bool other_thread_unguarded = false;
+      std::thread([&] { other_thread_unguarded = detail::guarded_instance() == nullptr; }).join();
+      CHECK(other_thread_unguarded);
+    }
+    CHECK(detail::guarded_instance() == &guard.space());
+  }
+  CHECK(detail::guarded_instance() == nullptr);
 }
 
 TEST_CASE("kernels that assume contiguous operands refuse strided ones instead of writing elsewhere", "[views]") {

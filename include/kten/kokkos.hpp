@@ -120,4 +120,32 @@ Tensor from_view(const ViewType& view, const Device& device = cpu()) {
       detail::view_request<typename ViewType::memory_space>(dtype_of<T>(), rank));
 }
 
+/// \brief Makes kten enqueue its kernels and copies on the application's Kokkos execution-space
+/// instance, from this thread, for as long as the guard lives: in a CUDA build a
+/// `Kokkos::Cuda(cudaStream_t)` (work on GPUs), in a host build an instance of the host space
+/// (cpu() and emulated GPUs). kten's kernels then order with the application's own on that
+/// instance without a fence, as PyTorch's CUDAStreamGuard.
+///
+/// Guards nest (the innermost wins; destroy them in reverse order, on the thread that made them).
+/// Making one waits for the work kten queued on the instance it replaces, and destroying it waits
+/// for the work kten queued on its own, so that memory kten frees and reuses passes safely from
+/// one instance to the other; in between nothing waits, so keep one guard alive around a whole
+/// simulation loop rather than one per step. kten's memory cache serves one instance per device
+/// at a time: guards alive on several threads at once must name the same instance.
+class StreamGuard {
+ public:
+  /// \brief kten enqueues on `space` from this thread until the guard is destroyed.
+  explicit StreamGuard(const Kokkos::DefaultExecutionSpace& space);
+  /// \brief Waits for kten's work on the instance, then restores the one before.
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+  /// \brief The instance kten enqueues on.
+  const Kokkos::DefaultExecutionSpace& space() const { return space_; }
+
+ private:
+  Kokkos::DefaultExecutionSpace space_;
+  const StreamGuard* previous_;
+};
+
 }  // namespace kten

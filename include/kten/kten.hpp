@@ -3,6 +3,7 @@
 /// \brief Umbrella header: devices, tensors, operations, layers and training. Needs no Kokkos
 /// header (Kokkos interop is <kten/kokkos.hpp>), so it compiles with any C++17 compiler.
 
+#include <kten/checkpoint.hpp>
 #include <kten/config.hpp>
 #include <kten/data.hpp>
 #include <kten/device.hpp>

@@ -74,6 +74,10 @@ class Optimizer {
   /// elsewhere). Replaces the whole current state. Everything is checked first (kind, names, values,
   /// shapes, dtypes): a mismatch throws kten::FormatError and leaves the optimiser unchanged.
   void load_state(const OptimizerState& state, nn::Module& model);
+  /// \brief Checks `state` against `model` as load_state() does, throwing the same kten::FormatError,
+  /// without changing anything (save_checkpoint's loader checks a file's optimiser state before it
+  /// touches the model).
+  void check_state(const OptimizerState& state, nn::Module& model);
 
  protected:
   /// \brief Starts with learning rate `lr` (checked as set_lr does); `buffer_names` are the
@@ -105,6 +109,14 @@ class Optimizer {
     std::int64_t step = 0;
     std::vector<Tensor> buffers;  // as buffer_names_, or empty
   };
+  // A state checked against a model, ready to be installed (its buffers still the state's tensors).
+  struct Restored {
+    std::function<void()> set_hyperparameters;
+    double lr, initial_lr;
+    std::int64_t schedule_step;
+    std::map<std::string, ParameterState> parameters;
+  };
+  Restored checked_state(const OptimizerState& state, nn::Module& model);
   std::string kind_;
   std::vector<std::string> buffer_names_;
   bool buffers_optional_;

@@ -48,6 +48,20 @@ struct GpuBackend {
   execution_space space;
 };
 
+/// \brief The execution-space instance of the innermost kten::StreamGuard alive on this thread, or
+/// nullptr when there is none (kten then uses Kokkos' default instance).
+const Kokkos::DefaultExecutionSpace* guarded_instance();
+
+/// \brief The instance of Space that kten enqueues on from this thread: a StreamGuard's (it names
+/// Kokkos' default execution space), else Space's default instance.
+template <class Space>
+Space current_instance() {
+  if constexpr (std::is_same_v<Space, Kokkos::DefaultExecutionSpace>) {
+    if (const Kokkos::DefaultExecutionSpace* guarded = guarded_instance()) return *guarded;
+  }
+  return Space();
+}
+
 /// \brief Kokkos 3.4's OpenMP backend serves only the thread that initialised Kokkos, outside
 /// parallel regions; other threads get host work run on Kokkos::Serial (ThreadError without it).
 bool host_pool_usable_here();
@@ -58,7 +72,7 @@ template <class F>
 decltype(auto) with_backend(const Device& device, F&& f) {
   require_available(device);
   if (device.is_gpu() && !gpus_are_emulated()) {
-    if constexpr (has_gpu_backend) return f(GpuBackend{});
+    if constexpr (has_gpu_backend) return f(GpuBackend{current_instance<Kokkos::DefaultExecutionSpace>()});
   }
 #if defined(KOKKOS_ENABLE_OPENMP) && defined(KOKKOS_ENABLE_SERIAL)
   if constexpr (std::is_same_v<Kokkos::DefaultHostExecutionSpace, Kokkos::OpenMP>) {
@@ -68,8 +82,9 @@ decltype(auto) with_backend(const Device& device, F&& f) {
     }
   }
 #endif
-  if (device.is_gpu()) return f(EmulatedGpuBackend{});
-  return f(HostBackend{});
+  const auto host = current_instance<Kokkos::DefaultHostExecutionSpace>();
+  if (device.is_gpu()) return f(EmulatedGpuBackend{host});
+  return f(HostBackend{host});
 }
 
 /// \brief Blocks until all work queued on `device` has finished.

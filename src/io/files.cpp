@@ -16,11 +16,15 @@
 
 namespace kten::detail {
 
-void swap_little_endian(void* data, std::size_t n, std::size_t width) {
+bool host_is_little_endian() {
   const std::uint16_t probe = 1;
   unsigned char first;
   std::memcpy(&first, &probe, 1);
-  if (first == 1) return;  // a little-endian host: the bytes are in the file's order already
+  return first == 1;
+}
+
+void swap_little_endian(void* data, std::size_t n, std::size_t width) {
+  if (host_is_little_endian()) return;  // the bytes are in the file's order already
   auto* bytes = static_cast<unsigned char*>(data);
   for (std::size_t i = 0; i < n; ++i) std::reverse(bytes + i * width, bytes + (i + 1) * width);
 }

@@ -9,10 +9,22 @@
 
 namespace kten::detail {
 
+/// \brief True on a little-endian host (the byte order of kten's files).
+bool host_is_little_endian();
+
 /// \brief Reverses each of the n `width`-byte elements at `data` on a big-endian host, so that
 /// host-order elements become little-endian (the order of every file kten reads and writes) and
 /// back; nothing on a little-endian host.
 void swap_little_endian(void* data, std::size_t n, std::size_t width);
+
+/// \brief FNV-1a (64 bits), the checksum of kten's own files, fed in pieces.
+struct Fnv1a {
+  std::uint64_t value = 0xcbf29ce484222325ull;
+  void add(const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) value = (value ^ p[i]) * 0x100000001b3ull;
+  }
+};
 
 /// \brief A regular file open for reading; every failure is a FormatError from `op`.
 class InputFile {

@@ -27,6 +27,7 @@
 #include "dispatch.hpp"
 #include "fail.hpp"
 #include "io/files.hpp"
+#include "io/safetensors.hpp"
 
 namespace kten::io {
 namespace {
@@ -428,17 +429,24 @@ void save_safetensors(const std::string& path, const nn::StateDict& tensors,
   file.commit();
 }
 
-nn::StateDict load_safetensors(const std::string& path, const Device& device) {
+}  // namespace kten::io
+
+namespace kten::detail {
+
+using io::Entry;
+using io::Layout;
+using io::read_layout;
+
+SafetensorsContents read_safetensors(const std::string& path, const Device& device, const std::string& op) {
   require_available(device);
-  const std::string op = "load_safetensors('" + path + "')";
-  const detail::InputFile file(path, op);
+  const InputFile file(path, op);
   Layout layout;
   try {
     layout = read_layout(file, op);
   } catch (const std::bad_alloc&) {  // the header's sizes were checked against the file's: a host short of memory
     detail::fail<OutOfMemory>(op, "out of host memory (cpu(0)) while reading the header");
   }
-  nn::StateDict out;
+  SafetensorsContents out{{}, std::move(layout.header.metadata)};
   for (const Entry& e : layout.in_data_order) {
     // Read straight into a host tensor, then one counted copy to `device` (none for cpu()).
     const Tensor host = empty(e.shape, cpu(), e.dtype);
@@ -451,9 +459,17 @@ nn::StateDict load_safetensors(const std::string& path, const Device& device) {
       detail::fail<FormatError>(op, "the BOOL tensor '", e.name, "' holds the byte ",
                                 static_cast<int>(static_cast<unsigned char>(*bad)), " at data byte ",
                                 e.begin + static_cast<std::uint64_t>(bad - bytes), "; a boolean is 0 or 1 (the file is corrupted)");
-    out.emplace_back(e.name, host.to(device));
+    out.tensors.emplace_back(e.name, host.to(device));
   }
   return out;
+}
+
+}  // namespace kten::detail
+
+namespace kten::io {
+
+nn::StateDict load_safetensors(const std::string& path, const Device& device) {
+  return detail::read_safetensors(path, device, "load_safetensors('" + path + "')").tensors;
 }
 
 std::map<std::string, std::string> load_safetensors_metadata(const std::string& path) {

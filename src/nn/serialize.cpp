@@ -46,9 +46,9 @@ template <class... Parts>
 }
 
 std::uint64_t fnv1a(const unsigned char* p, std::size_t n) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
+  detail::Fnv1a h;
+  h.add(p, n);
+  return h.value;
 }
 
 struct Writer {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,19 +46,48 @@ inline std::vector<std::vector<double>> state(nn::Module& model) {
   return out;
 }
 
-/// \brief Runs load(), which may throw FormatError only if it leaves `model` exactly as it was;
-/// aborts (a finding) when it changed it.
+/// \brief An optimiser with per-parameter buffers: Adam, or SGD with momentum.
+inline std::unique_ptr<optim::Optimizer> optimizer(bool adam) {
+  if (adam) return std::make_unique<optim::Adam>(1e-3);
+  return std::make_unique<optim::SGD>(0.1, optim::SGDOptions{0.9});
+}
+
+/// \brief An optimiser's state as numbers: its kind's length, scalars, buffers' shapes and values.
+inline std::vector<std::vector<double>> state(const optim::Optimizer& optimizer) {
+  const optim::OptimizerState s = optimizer.state();
+  std::vector<std::vector<double>> out{{static_cast<double>(s.kind.size())}};
+  for (const auto& [name, value] : s.scalars) out.push_back({static_cast<double>(name.size()), value});
+  for (const auto& [name, t] : s.tensors) {
+    out.emplace_back(t.shape().begin(), t.shape().end());
+    out.push_back(t.astype(float64).to_vector<double>());
+  }
+  return out;
+}
+
+/// \brief Runs load(), which may throw FormatError only if it leaves `model` (and `optimizer`, when
+/// given) exactly as they were; aborts (a finding) when it changed them.
 template <class Load>
-void load_or_unchanged(nn::Module& model, const Load& load) {
+void load_or_unchanged(nn::Module& model, const optim::Optimizer* optimizer, const Load& load) {
   const auto before = state(model);
+  const auto optimizer_before = optimizer ? state(*optimizer) : std::vector<std::vector<double>>{};
   try {
     load();
   } catch (const FormatError&) {
-    if (state(model) != before) {
-      std::fprintf(stderr, "kten fuzz: a load that threw FormatError changed the model\n");
+    if (state(model) != before || (optimizer && state(*optimizer) != optimizer_before)) {
+      std::fprintf(stderr, "kten fuzz: a load that threw FormatError changed the model or the optimiser\n");
       std::abort();
     }
   }
+}
+
+template <class Load>
+void load_or_unchanged(nn::Module& model, const Load& load) {
+  load_or_unchanged(model, nullptr, load);
+}
+
+template <class Load>
+void load_or_unchanged(nn::Module& model, const optim::Optimizer& optimizer, const Load& load) {
+  load_or_unchanged(model, &optimizer, load);
 }
 
 /// \brief The one file this fuzzer writes each input to (its name ends in `suffix`); the first

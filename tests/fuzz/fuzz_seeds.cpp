@@ -1,5 +1,6 @@
 // Writes the fuzzers' seed corpora into the directory given: load/ holds files made by save(),
-// safetensors/ files made by save_safetensors(), from the models in fuzz_models.hpp (float32 and
+// safetensors/ files made by save_safetensors(), checkpoint/ files made by save_checkpoint() (SGD
+// with momentum and Adam, after a step), from the models in fuzz_models.hpp (float32 and
 // float64, eager and lazily shaped by a first input), and one safetensors file of every dtype
 // with metadata.
 #include <filesystem>
@@ -16,8 +17,10 @@ int main(int argc, char* argv[]) {
   kten::ScopeGuard guard;
   const std::filesystem::path load = std::filesystem::path(argv[1]) / "load",
                               safetensors = std::filesystem::path(argv[1]) / "safetensors";
+  const std::filesystem::path checkpoint = std::filesystem::path(argv[1]) / "checkpoint";
   std::filesystem::create_directories(load);
   std::filesystem::create_directories(safetensors);
+  std::filesystem::create_directories(checkpoint);
   for (kten::DType dtype : {kten::float32, kten::float64}) {
     const std::string name = kten::dtype_name(dtype);
     auto eager = kten::fuzz::eager_model(dtype);
@@ -26,6 +29,14 @@ int main(int argc, char* argv[]) {
     auto lazy = kten::fuzz::lazy_model(dtype);
     lazy(kten::ones({1, 5}, kten::cpu(), dtype));  // shapes it: in_features 5, then 4
     lazy.save((load / ("seed-lazy-" + name + ".kten")).string());
+    // Checkpoints after one step, with each optimiser's buffers.
+    for (bool adam : {false, true}) {
+      auto model = kten::fuzz::eager_model(dtype);
+      auto optimizer = kten::fuzz::optimizer(adam);
+      kten::nn::MSELoss()(model(kten::ones({2, 3}, kten::cpu(), dtype)), kten::zeros({2, 2}, kten::cpu(), dtype)).backward();
+      optimizer->step(model);
+      kten::save_checkpoint((checkpoint / ("seed-" + optimizer->kind() + "-" + name + ".ckpt")).string(), model, *optimizer, 1);
+    }
   }
   const kten::Tensor x = kten::arange(6).reshape({2, 3});
   kten::io::save_safetensors((safetensors / "seed-dtypes.safetensors").string(),

@@ -1,0 +1,197 @@
+// Checkpoints: a safetensors file (so Python can open one: safetensors.safe_open) holding
+//
+//   tensors   "model.<name>"                  the model's state_dict()
+//             "optimizer.<parameter>.<buffer>" the optimiser's OptimizerState::tensors
+//   metadata  "format": "kten checkpoint", "version": "1", "step": the training step,
+//             "optimizer": its kind, "optimizer.<scalar>": each OptimizerState scalar (the
+//             shortest decimal that reads back as the same double), "checksum": checkpoint_checksum()
+//
+// Loading checks everything (the file, then the optimiser state against a stand-in of the model as
+// the file will leave it, then the model) before it changes anything.
+#include <kten/checkpoint.hpp>
+#include <kten/io.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dispatch.hpp"
+#include "fail.hpp"
+#include "io/checkpoint.hpp"
+#include "io/files.hpp"
+#include "io/safetensors.hpp"
+#include "storage.hpp"
+
+namespace kten {
+namespace {
+
+constexpr const char* kFormat = "kten checkpoint";
+constexpr const char* kVersion = "1";
+constexpr const char* kModelPrefix = "model.";
+constexpr const char* kOptimizerPrefix = "optimizer.";
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+std::string shortest_decimal(double v) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof text, v);
+  return std::string(text, result.ptr);
+}
+
+// A number from the metadata, all of its text: FormatError otherwise.
+template <class T>
+T parse_number(const std::string& op, const std::string& key, const std::string& text) {
+  T value{};
+  const auto result = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (result.ec != std::errc() || result.ptr != text.data() + text.size())
+    detail::fail<FormatError>(op, "the metadata entry '", key, "' is \"", text, "\", not a number (the file is corrupted)");
+  return value;
+}
+
+// The model as a checkpoint will leave it, for checking the optimiser state before the model
+// changes: the model's parameter names and dtypes with the file's shapes (stride-0 views of one
+// zero: no memory). Where the file has no tensor that fits a parameter, the parameter's own value
+// stands in: load_state_dict() refuses that file, naming the parameter.
+class ModelAfterLoad final : public nn::Module {
+ public:
+  ModelAfterLoad(nn::Module& model, const nn::StateDict& file) : name_(model.name()) {
+    std::map<std::string, const Tensor*> in_file;
+    for (const auto& [name, t] : file) in_file[name] = &t;
+    const auto named = model.named_parameters();
+    slots_.reserve(named.size());
+    for (const auto& [name, p] : named) {
+      const auto found = in_file.find(name);
+      nn::Parameter slot;
+      slot.dtype = p->dtype;
+      const bool fits = found != in_file.end() && p->fits(found->second->shape());
+      slot.value = fits ? zeros({}, cpu(), p->dtype).expand(found->second->shape()) : p->value;
+      slots_.push_back(std::move(slot));
+      names_.push_back(name);
+    }
+  }
+  std::vector<nn::NamedParameter> named_parameters() override {
+    std::vector<nn::NamedParameter> out;
+    for (std::size_t i = 0; i < slots_.size(); ++i) out.push_back({names_[i], &slots_[i]});
+    return out;
+  }
+  Tensor forward(const Tensor& input) override { return input; }  // never called: only its parameters are read
+  std::string name() const override { return name_; }
+
+ private:
+  std::string name_;
+  std::vector<nn::Parameter> slots_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace
+
+namespace detail {
+
+std::string checkpoint_checksum(const nn::StateDict& tensors, const std::map<std::string, std::string>& metadata) {
+  Fnv1a h;
+  const char nul = '\0';
+  for (const auto& [key, value] : metadata) {
+    if (key == kCheckpointChecksumKey) continue;
+    h.add(key.data(), key.size());
+    h.add(&nul, 1);
+    h.add(value.data(), value.size());
+    h.add(&nul, 1);
+  }
+  std::vector<char> staging;  // one tensor's elements, little-endian (a copy on a big-endian host only)
+  for (const auto& [name, t] : tensors) {
+    h.add(name.data(), name.size());
+    h.add(&nul, 1);
+    const unsigned char header[2] = {static_cast<unsigned char>(t.dtype()), static_cast<unsigned char>(t.ndim())};
+    h.add(header, 2);
+    for (const std::int64_t extent : t.shape()) {
+      unsigned char e[8];
+      for (int i = 0; i < 8; ++i) e[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(extent) >> (8 * i));
+      h.add(e, 8);
+    }
+    const Tensor host = t.to(cpu()).contiguous();
+    const char* bytes = data_ptr<const char>(host);
+    if (host_is_little_endian()) {
+      h.add(bytes, host.nbytes());
+    } else {
+      staging.assign(bytes, bytes + host.nbytes());
+      swap_little_endian(staging.data(), static_cast<std::size_t>(host.numel()), dtype_size(host.dtype()));
+      h.add(staging.data(), staging.size());
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h.value));
+  return hex;
+}
+
+}  // namespace detail
+
+void save_checkpoint(const std::string& path, nn::Module& model, const optim::Optimizer& optimizer, std::int64_t step) {
+  const std::string op = "save_checkpoint('" + path + "')";
+  if (step < 0) detail::fail(op, "the step must be >= 0, got ", step);
+  // Every tensor on the host once (one counted copy each from a GPU), for the checksum and the file.
+  nn::StateDict tensors;
+  for (const auto& [name, t] : model.state_dict()) tensors.emplace_back(kModelPrefix + name, t.to(cpu()).contiguous());
+  const optim::OptimizerState state = optimizer.state();
+  for (const auto& [name, t] : state.tensors) tensors.emplace_back(kOptimizerPrefix + name, t.to(cpu()).contiguous());
+  std::map<std::string, std::string> metadata = {
+      {"format", kFormat}, {"version", kVersion}, {"step", std::to_string(step)}, {"optimizer", state.kind}};
+  for (const auto& [name, value] : state.scalars) metadata[kOptimizerPrefix + name] = shortest_decimal(value);
+  metadata[detail::kCheckpointChecksumKey] = detail::checkpoint_checksum(tensors, metadata);
+  io::save_safetensors(path, tensors, metadata);
+}
+
+std::int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer, const Device& device) {
+  const std::string op = "load_checkpoint('" + path + "')";
+  require_available(device);
+  detail::SafetensorsContents file = detail::read_safetensors(path, cpu(), op);
+  auto& metadata = file.metadata;
+  const auto entry = [&](const char* key) -> const std::string& {
+    const auto found = metadata.find(key);
+    if (found == metadata.end())
+      detail::fail<FormatError>(op, "the file has no '", key, "' metadata entry: not a checkpoint of save_checkpoint()");
+    return found->second;
+  };
+  if (entry("format") != kFormat)
+    detail::fail<FormatError>(op, "the file's format is \"", entry("format"), "\", not \"", kFormat, "\"");
+  if (entry("version") != kVersion)
+    detail::fail<FormatError>(op, "checkpoint version \"", entry("version"), "\"; this kten reads version ", kVersion,
+                              " (a newer kten wrote it?)");
+  if (entry(detail::kCheckpointChecksumKey) != detail::checkpoint_checksum(file.tensors, metadata))
+    detail::fail<FormatError>(op, "checksum mismatch: the file is corrupted");
+  const auto step = parse_number<std::int64_t>(op, "step", entry("step"));
+  if (step < 0) detail::fail<FormatError>(op, "the step is ", step, ", below 0 (the file is corrupted)");
+
+  optim::OptimizerState state{entry("optimizer"), {}, {}};
+  for (const auto& [key, value] : metadata) {
+    if (key == "format" || key == "version" || key == "step" || key == "optimizer" || key == detail::kCheckpointChecksumKey)
+      continue;
+    if (!starts_with(key, kOptimizerPrefix))
+      detail::fail<FormatError>(op, "the metadata entry '", key, "' is unknown to this kten");
+    const auto v = parse_number<double>(op, key, value);
+    if (!std::isfinite(v)) detail::fail<FormatError>(op, "the metadata entry '", key, "' is ", value, ", not finite");
+    state.scalars.emplace_back(key.substr(std::string(kOptimizerPrefix).size()), v);
+  }
+  nn::StateDict model_dict;
+  for (auto& [name, t] : file.tensors) {
+    if (starts_with(name, kModelPrefix)) model_dict.emplace_back(name.substr(std::string(kModelPrefix).size()), t);
+    else if (starts_with(name, kOptimizerPrefix)) state.tensors.emplace_back(name.substr(std::string(kOptimizerPrefix).size()), t);
+    else detail::fail<FormatError>(op, "the tensor '", name, "' belongs neither to the model nor to the optimiser");
+  }
+
+  try {
+    ModelAfterLoad after(model, model_dict);
+    optimizer.check_state(state, after);
+    model.load_state_dict(model_dict);  // all or nothing, as the optimiser's state was checked
+  } catch (const FormatError& e) {
+    detail::fail_within<FormatError>(op, e);
+  }
+  model.to(device);
+  optimizer.load_state(state, model);  // checked above: the copies to the parameters' device
+  return step;
+}
+
+}  // namespace kten
