@@ -47,6 +47,8 @@ hip:
 	$(MAKE) build PRESET=hip
 
 # The perf suite on the default device; results (JSON, CSV, PNG plots) under build/<preset>/perf.
+# Where OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are set it warns: OpenBLAS then runs the kernel they
+# name. For a perf run: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE make perf
 perf: build
 	OMP_PROC_BIND=$${OMP_PROC_BIND:-spread} OMP_PLACES=$${OMP_PLACES:-threads} $(BUILD)/perf/kten-perf --out $(BUILD)/perf $(ARGS)
 

@@ -29,6 +29,12 @@
 
 namespace {
 
+#if KOKKOS_VERSION >= 30700
+using Kokkos::exp;  // Kokkos 3.7 and later
+#else
+using Kokkos::Experimental::exp;
+#endif
+
 using Exec = Kokkos::DefaultExecutionSpace;
 using Field = Kokkos::View<double**, Exec::memory_space>;  // the simulation's field, in the device's default layout
 
@@ -55,8 +61,8 @@ struct InitialField {
   KOKKOS_INLINE_FUNCTION void operator()(int i, int j) const {
     const double x = i / double(n - 1), y = j / double(n - 1);
     const bool boundary = i == 0 || j == 0 || i == n - 1 || j == n - 1;
-    const double blobs = Kokkos::Experimental::exp(-((x - x0) * (x - x0) + (y - y0) * (y - y0)) / 0.01) +
-                         0.5 * Kokkos::Experimental::exp(-((x - x1) * (x - x1) + (y - y1) * (y - y1)) / 0.02);
+    const double blobs = exp(-((x - x0) * (x - x0) + (y - y0) * (y - y0)) / 0.01) +
+                         0.5 * exp(-((x - x1) * (x - x1) + (y - y1) * (y - y1)) / 0.02);
     u(i, j) = boundary ? 0.0 : blobs;
   }
 };
@@ -83,6 +89,24 @@ struct Ranks {
   std::function<void()> barrier = [] {};
 };
 
+// The simulation's own execution-space instance: on a GPU a stream it made (kten's default
+// instance uses another), on the host the host space.
+struct SimulationInstance {
+#if defined(KOKKOS_ENABLE_CUDA)
+  cudaStream_t stream{};
+  SimulationInstance() { cudaStreamCreate(&stream); }
+  ~SimulationInstance() { cudaStreamDestroy(stream); }
+  Exec space() const { return Exec(stream); }
+#elif defined(KOKKOS_ENABLE_HIP)
+  hipStream_t stream{};
+  SimulationInstance() { (void)hipStreamCreate(&stream); }
+  ~SimulationInstance() { (void)hipStreamDestroy(stream); }
+  Exec space() const { return Exec(stream); }
+#else
+  Exec space() const { return Exec(); }
+#endif
+};
+
 kten::nn::Sequential make_surrogate() {
   kten::nn::Sequential net;
   net.add(kten::nn::Linear(5, 32, {true, kten::float64, 1}));
@@ -94,8 +118,9 @@ kten::nn::Sequential make_surrogate() {
 int run(const Ranks& ranks, const std::string& checkpoint) {
   const bool root = ranks.rank == 0;
   const kten::Device d = kten::num_gpus() > 0 ? kten::gpu(0) : kten::cpu();
-  const Exec space;  // the simulation's instance (on CUDA it could be Kokkos::Cuda(its own stream))
-  const kten::StreamGuard on_simulation_instance(space);
+  const SimulationInstance simulation;
+  const Exec space = simulation.space();
+  const kten::StreamGuard on_simulation_instance(space);  // kten enqueues on it from here on
 
   Field a("u", n, n), b("u next", n, n);
   const double shift = 0.1 * ranks.rank;
@@ -163,7 +188,6 @@ int run(const Ranks& ranks, const std::string& checkpoint) {
   for (int k = 0; k < rollout; ++k) {
     interior(sur_next, 0, 0).copy_from(interior(sur, 0, 0) + r * surrogate(stencils(sur)).reshape({n - 2, n - 2}));
     std::swap(sur, sur_next);
-    std::swap(s, s_next);
     solver_step(space, a, b);
     std::swap(a, b);
     std::swap(u, next);
@@ -202,6 +226,11 @@ int main(int argc, char* argv[]) {
   }
 #else
   kten::ScopeGuard guard(argc, argv);
-  return run(Ranks{}, argc > 1 ? argv[1] : "insitu_surrogate.ckpt");
+  try {
+    return run(Ranks{}, argc > 1 ? argv[1] : "insitu_surrogate.ckpt");
+  } catch (const kten::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
 #endif
 }

@@ -1,8 +1,9 @@
 // Device allocations through a cache of freed blocks, per device and size. A fresh allocation costs
 // page faults on the host (the kernel zeroes every page on first touch) and a synchronising
 // cudaMalloc on a GPU; reusing a block costs neither. Reuse is safe because work on a device is
-// ordered: a GPU's runs in order on its one execution-space instance, and a host launch (OpenMP or
-// Serial, cpu() and emulated GPUs) has finished when it returns. The cache is emptied on demand
+// ordered: a GPU's runs in order on one execution-space instance (the default one, or while
+// StreamGuards live the application's, which the guards fence when they start and end), and a
+// host launch (OpenMP or Serial, cpu() and emulated GPUs) has finished when it returns. The cache is emptied on demand
 // (kten::empty_cache), before an allocation that would otherwise fail, and when Kokkos finalises.
 #include <atomic>
 #include <cstdio>

@@ -1,8 +1,11 @@
 // Visible cost: the transfer, synchronisation and fence counters, and the sync debug mode.
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <kten/kokkos.hpp>
 #include <kten/runtime.hpp>
@@ -107,10 +110,14 @@ void fence(const Device& device) {
 std::uint64_t gpu_fence_count() { return gpu_fences; }
 
 namespace {
-thread_local const StreamGuard* innermost_guard = nullptr;
+// This thread's StreamGuards' instances, innermost last (copies: a misused guard cannot leave a
+// dangling pointer behind).
+thread_local std::vector<Kokkos::DefaultExecutionSpace> guarded_instances;
 }
 
-const Kokkos::DefaultExecutionSpace* guarded_instance() { return innermost_guard ? &innermost_guard->space() : nullptr; }
+const Kokkos::DefaultExecutionSpace* guarded_instance() {
+  return guarded_instances.empty() ? nullptr : &guarded_instances.back();
+}
 
 std::mutex& shared_scratch_mutex() {
   static std::mutex mutex;
@@ -127,14 +134,22 @@ bool host_pool_usable_here() {
 
 }  // namespace detail
 
-StreamGuard::StreamGuard(const Kokkos::DefaultExecutionSpace& space) : space_(space), previous_(detail::innermost_guard) {
+StreamGuard::StreamGuard(const Kokkos::DefaultExecutionSpace& space)
+    : space_(space), depth_(detail::guarded_instances.size()) {
   detail::current_instance<Kokkos::DefaultExecutionSpace>().fence();  // what kten queued before
-  detail::innermost_guard = this;
+  detail::guarded_instances.push_back(space);
 }
 
 StreamGuard::~StreamGuard() {
+  if (detail::guarded_instances.size() != depth_ + 1) {
+    // Destroyed out of order, or on another thread: which instance kten should use is lost.
+    std::fprintf(stderr, "%s\n", detail::error_message("StreamGuard", "destroyed out of order or on a thread other than "
+                                                       "the one that made it; destroy guards in reverse order on "
+                                                       "their own thread").c_str());
+    std::abort();
+  }
   space_.fence();
-  detail::innermost_guard = previous_;
+  detail::guarded_instances.pop_back();
 }
 
 }  // namespace kten

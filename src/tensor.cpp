@@ -23,14 +23,16 @@ namespace detail {
 
 
 std::int64_t checked_numel(const Shape& shape, const char* op) {
-  std::int64_t n = 1;
+  std::int64_t n = 1, span = 1;  // span: the product with 0 taken as 1, the largest contiguous stride
   for (auto e : shape) {
     if (e < 0)
       fail<ShapeError>(op, "negative extent in shape ", shape);
-    const auto product = checked_mul(n, e);
-    if (!product)
-      fail<ShapeError>(op, "shape ", shape, " has more elements than fit in 64 bits");
+    const auto product = checked_mul(n, e), spanned = checked_mul(span, e == 0 ? 1 : e);
+    if (!product || !spanned)
+      fail<ShapeError>(op, "shape ", shape, !product ? " has more elements than fit in 64 bits"
+                                                     : " has strides past 64 bits (its extents other than 0 multiply past them)");
     n = *product;
+    span = *spanned;
   }
   return n;
 }
@@ -61,7 +63,7 @@ Shape contiguous_strides(const Shape& shape) {
   std::int64_t s = 1;
   for (std::size_t d = shape.size(); d-- > 0;) {
     strides[d] = s;
-    s *= shape[d] == 0 ? 1 : shape[d];  // bounded by the element count, checked by checked_numel
+    s *= shape[d] == 0 ? 1 : shape[d];  // checked_numel checked this product for every shape made
   }
   return strides;
 }

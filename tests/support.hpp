@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -120,7 +122,6 @@ inline void check_gradients(const std::string& name, const std::function<Tensor(
   }
 }
 
-/// A small seeded MLP (3 -> 4 -> ReLU -> 1) on `d`: the same model in every process and thread.
 /// A folder of its own for one test case (in the system's temporary folder), removed at its end.
 struct Scratch {
   std::filesystem::path dir;
@@ -139,6 +140,18 @@ struct Scratch {
   std::string operator/(const std::string& name) const { return (dir / name).string(); }
 };
 
+/// A file's bytes.
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// Writes `bytes` as the whole file at `path`.
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+/// A small seeded MLP (3 -> 4 -> ReLU -> 1) on `d`: the same model in every process and thread.
 inline nn::Sequential small_mlp(const Device& d) {
   nn::Sequential m;
   m.add(nn::Linear(3, 4, {true, float32, 7}));

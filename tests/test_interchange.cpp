@@ -1,5 +1,4 @@
 // PyTorch interchange: state dicts (state_dict, load_state_dict) and the safetensors format.
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -9,7 +8,6 @@
 #include <map>
 #include <string>
 
-#include <unistd.h>
 
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -20,12 +18,6 @@ using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 // A safetensors file: the header's length (its own by default), the header, the data.
 std::string safetensors_file(const std::string& header, const std::string& data, std::uint64_t length = ~0ull) {
@@ -293,7 +285,7 @@ TEST_CASE("save_safetensors writes the safetensors library's header, padding and
       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"I64","shape":[1],"data_offsets":[8,16]}})";
   const std::string padded = header + std::string((8 - header.size() % 8) % 8, ' ');
   const std::string data("\x00\x00\x80\x3f\x00\x00\x00\xc0\x02\x01\x00\x00\x00\x00\x00\x00", 16);
-  CHECK(read_bytes(path) == safetensors_file(padded, data));
+  CHECK(test::read_bytes(path) == safetensors_file(padded, data));
   CHECK(padded.size() % 8 == 0);
   const auto metadata = io::load_safetensors_metadata(path);
   CHECK(metadata == std::map<std::string, std::string>{{"format", "pt"}, {"note", "say \"hi\"\n\x01"}});
@@ -316,7 +308,7 @@ TEST_CASE("load_safetensors reads the header in any order and returns the tensor
   std::memcpy(data.data(), bias, 16);  // this test assumes a little-endian host, as the data are
   std::memcpy(data.data() + 16, &weight, 4);
   data[20] = 1;
-  write_bytes(path, safetensors_file(header, data));
+  test::write_bytes(path, safetensors_file(header, data));
   const nn::StateDict sd = io::load_safetensors(path, d);
   REQUIRE(sd.size() == 3);
   CHECK(sd[0].first == "bias");
@@ -334,7 +326,7 @@ TEST_CASE("every malformed safetensors file throws FormatError saying what is wr
   const test::Scratch scratch;
   const std::string path = scratch / "bad.safetensors";
   const auto expect_bad = [&](const std::string& what, const std::string& bytes, const std::string& needle) {
-    write_bytes(path, bytes);
+    test::write_bytes(path, bytes);
     expect_format_error(what, [&] { io::load_safetensors(path, d); }, needle);
   };
   // A header of one entry `name` with the given fields, and `data` after it.
@@ -386,6 +378,8 @@ TEST_CASE("every malformed safetensors file throws FormatError saying what is wr
              "past the largest int64");
   expect_bad("bytes past 2^64", one(R"("dtype":"F64","shape":[4611686018427387904,8],"data_offsets":[0,4])", four),
              "more bytes than fit in 64 bits");
+  expect_bad("empty, strides past 2^63", one(R"("dtype":"F32","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0])", four),
+             "more elements (extents of 0 aside) than fit in 64 bits");
   expect_bad("one offset", one(R"("dtype":"F32","shape":[1],"data_offsets":[4])", four), "1 data_offsets, not 2");
   expect_bad("size not shape's", one(R"("dtype":"F32","shape":[2],"data_offsets":[0,4])", four),
              "F32 of shape 2 (8 bytes) but its data_offsets [0, 4]");
@@ -420,12 +414,12 @@ TEST_CASE("save_safetensors refuses what the format cannot hold and leaves the o
   const std::string path = scratch / "kept.safetensors";
   const nn::StateDict good = {{"w", ones({2}, d)}};
   io::save_safetensors(path, good);
-  const std::string before = read_bytes(path);
+  const std::string before = test::read_bytes(path);
   const auto expect_refused = [&](const std::string& what, const nn::StateDict& sd, const std::string& needle,
                                   const std::map<std::string, std::string>& metadata = {}) {
     CAPTURE(what);
     CHECK_THROWS_WITH(io::save_safetensors(path, sd, metadata), ContainsSubstring(needle));
-    CHECK(read_bytes(path) == before);
+    CHECK(test::read_bytes(path) == before);
   };
   expect_refused("undefined", {{"w", ones({2}, d)}, {"v", Tensor()}}, "the tensor 'v' is undefined");
   expect_refused("twice", {{"w", ones({2}, d)}, {"w", ones({2}, d)}}, "the name 'w' is given twice");

@@ -4,9 +4,7 @@
 // (The torch label checks the same rules against libtorch itself: tests/torch/optim.cpp.)
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -931,18 +929,18 @@ TEST_CASE("load_checkpoint refuses a malformed or mismatching file and changes n
     m[key] = value;
     return rewrite("variant-" + std::to_string(variants++) + ".ckpt", tensors, m);
   };
-  std::ifstream in(good, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = test::read_bytes(good);
   const auto written = [&](const std::string& name, const std::string& content) {
-    std::ofstream(scratch / name, std::ios::binary) << content;
+    test::write_bytes(scratch / name, content);
     return scratch / name;
   };
   std::string flipped = bytes;
   flipped[flipped.size() - 3] ^= 0x10;  // a bit of the last tensor's data
   // The file's order: model.0.weight, model.0.bias, model.2.weight, model.2.bias, then the
   // optimiser's buffers by name, optimizer.0.bias.exp_avg first.
-  nn::StateDict reshaped = tensors, renamed = tensors, misplaced = tensors, partial = tensors;
+  nn::StateDict reshaped = tensors, retyped = tensors, renamed = tensors, misplaced = tensors, partial = tensors;
   reshaped[0].second = reshaped[0].second.reshape({2, 6});  // 4x3 in the model
+  retyped[1].second = retyped[1].second.astype(float64);
   renamed[4].first = "optimizer.0.bias.exp_avg_sq_";
   misplaced[4].first = "optimizer.5.bias.exp_avg";
   partial.erase(partial.begin() + 2, partial.begin() + 4);
@@ -966,6 +964,8 @@ TEST_CASE("load_checkpoint refuses a malformed or mismatching file and changes n
        "the tensor 'extra' belongs neither to the model nor to the optimiser"},
       {"a model weight of another shape", rewrite("r.ckpt", reshaped, metadata),
        "'0.weight' has shape 2x6 in the state dict but 4x3 in the model"},
+      {"a model bias of another dtype", rewrite("t.ckpt", retyped, metadata),
+       "the model's '0.bias' is float64 in the file but float32 in the model"},
       {"an optimiser buffer of another name", rewrite("n.ckpt", renamed, metadata),
        "the state's tensor '0.bias.exp_avg_sq_' is no buffer of Adam"},
       {"an optimiser buffer of another parameter", rewrite("p.ckpt", misplaced, metadata),

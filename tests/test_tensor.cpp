@@ -154,6 +154,13 @@ TEST_CASE("reshape shares storage and checks element counts", "[tensor]") {
       CHECK(std::string(e.what()).find("more elements than fit in 64 bits") != std::string::npos);
     }
   }
+  // An empty shape whose other extents multiply past 64 bits has no contiguous strides.
+  try {
+    empty({0, std::int64_t(1) << 40, std::int64_t(1) << 40});
+    FAIL("expected ShapeError");
+  } catch (const ShapeError& e) {
+    CHECK(std::string(e.what()).find("has strides past 64 bits") != std::string::npos);
+  }
 }
 
 TEST_CASE("an undefined tensor has no elements and every use of it says it is undefined", "[tensor]") {

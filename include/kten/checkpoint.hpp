@@ -16,8 +16,9 @@ namespace kten {
 /// state() and `step` to `path`: a safetensors file (tensors "model.<name>" and
 /// "optimizer.<parameter>.<buffer>", the rest as metadata) with a checksum, written atomically as
 /// Module::save() (a crash leaves the old file or the new one). One counted device-to-host copy
-/// per tensor. Throws kten::Error for a negative step, a lazy layer that has no shape yet, or a
-/// path that cannot be written. Dropout's mask counter is not saved (PyTorch's RNG state is not in
+/// per tensor. Throws kten::Error for a negative step, a lazy layer that has no shape yet, an
+/// optimiser scalar that this C++ library cannot read back as the same number, or a path that
+/// cannot be written. Dropout's mask counter is not saved (PyTorch's RNG state is not in
 /// its state dicts either): a model with Dropout continues with other masks.
 void save_checkpoint(const std::string& path, nn::Module& model, const optim::Optimizer& optimizer,
                      std::int64_t step);
@@ -27,7 +28,10 @@ void save_checkpoint(const std::string& path, nn::Module& model, const optim::Op
 /// Everything is checked before anything changes: a missing, truncated or corrupted file (the
 /// checksum), one of another format, or one whose names, shapes, dtypes or optimiser kind do not
 /// fit `model` and `optimizer` throws kten::FormatError and leaves both exactly as they were.
-/// Continuing from here computes the same bits as the run that wrote the file.
+/// The model's tensors must have its parameters' dtypes (no conversion). Continuing from here
+/// computes the same bits as the run that wrote the file. Once everything is checked, only an
+/// allocation can still fail (OutOfMemory), and that may leave the model moved or loaded without
+/// the optimiser's state.
 std::int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
                              const Device& device);
 

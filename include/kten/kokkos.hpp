@@ -126,12 +126,14 @@ Tensor from_view(const ViewType& view, const Device& device = cpu()) {
 /// (cpu() and emulated GPUs). kten's kernels then order with the application's own on that
 /// instance without a fence, as PyTorch's CUDAStreamGuard.
 ///
-/// Guards nest (the innermost wins; destroy them in reverse order, on the thread that made them).
+/// Guards nest (the innermost wins). Destroy them in reverse order, on the thread that made them:
+/// anything else aborts the program with a message (a guard is a scope, like std::lock_guard).
 /// Making one waits for the work kten queued on the instance it replaces, and destroying it waits
 /// for the work kten queued on its own, so that memory kten frees and reuses passes safely from
 /// one instance to the other; in between nothing waits, so keep one guard alive around a whole
 /// simulation loop rather than one per step. kten's memory cache serves one instance per device
-/// at a time: guards alive on several threads at once must name the same instance.
+/// at a time: while a guard is alive, other threads that use kten on the same device must be under
+/// a guard of the same instance too.
 class StreamGuard {
  public:
   /// \brief kten enqueues on `space` from this thread until the guard is destroyed.
@@ -145,7 +147,7 @@ class StreamGuard {
 
  private:
   Kokkos::DefaultExecutionSpace space_;
-  const StreamGuard* previous_;
+  std::size_t depth_;  // how many guards this thread had before this one
 };
 
 }  // namespace kten

@@ -12,6 +12,13 @@ namespace kten::perf {
 void omp_triad(const float* a, const float* b, const float* c, float* d, std::int64_t n);
 /// \brief b[i] = a[i] (STREAM's copy): one read and one write, as exp does.
 void omp_copy(const float* a, float* b, std::int64_t n);
+/// \brief omp_triad with non-temporal (streaming) stores: d bypasses the caches, so the write costs
+/// no read for ownership. One of the loops whose best is the machine's limit in STREAM's sense.
+void omp_triad_streaming(const float* a, const float* b, const float* c, float* d, std::int64_t n);
+/// \brief omp_copy with non-temporal (streaming) stores.
+void omp_copy_streaming(const float* a, float* b, std::int64_t n);
+/// \brief omp_copy as each thread's memcpy of its share (the C library's own choice of stores).
+void omp_copy_memcpy(const float* a, float* b, std::int64_t n);
 /// \brief The sum of a[0..n): one read, as sum and norm do.
 float omp_read(const float* a, std::int64_t n);
 /// \brief z[i] = x[i] + y[i] on the calling thread: what a small addition costs without a library.

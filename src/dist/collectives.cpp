@@ -20,6 +20,7 @@
 
 #include "../checks.hpp"
 #include "../dispatch.hpp"
+#include "../io/files.hpp"  // detail::Fnv1a
 #include "../runtime_internal.hpp"
 #include "state.hpp"
 
@@ -55,12 +56,6 @@ struct Fingerprint {
   std::int64_t extents[kShownDims] = {};
   char problem[256] = {};              // this rank's arguments are invalid: why
 };
-
-std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
 
 std::string describe(const Fingerprint& f) {
   std::string s = collective_name(f.op);
@@ -261,7 +256,7 @@ Fingerprint fingerprint(Collective op, const Tensor* t, std::string problem) {
   if (!t) return f;
   f.dtype = static_cast<std::int64_t>(t->dtype());
   f.ndim = t->ndim();
-  f.shape_hash = static_cast<std::int64_t>(fnv1a(t->shape().data(), t->shape().size() * sizeof(std::int64_t)));
+  f.shape_hash = static_cast<std::int64_t>(kten::detail::Fnv1a::of(t->shape().data(), t->shape().size() * sizeof(std::int64_t)));
   for (int i = 0; i < std::min(t->ndim(), kShownDims); ++i) f.extents[i] = t->shape()[static_cast<std::size_t>(i)];
   return f;
 }
@@ -270,7 +265,7 @@ Fingerprint fingerprint(Collective op, const Tensor* t, std::string problem) {
 // same CollectiveMismatch naming the ranks and what each passed.
 void agree(CommState& s, const Fingerprint& mine) {
   ++s.sequence;
-  const auto hash = static_cast<std::int64_t>(fnv1a(&mine, sizeof mine));
+  const auto hash = static_cast<std::int64_t>(kten::detail::Fnv1a::of(&mine, sizeof mine));
   // min(hash) == max(hash) == mine iff all equal; ~x is decreasing, so min(~hash) = ~max(hash).
   std::int64_t in[3] = {hash, ~hash, mine.problem[0] == '\0' ? 1 : 0}, out[3] = {};
   or_abort("agreement", [&] {

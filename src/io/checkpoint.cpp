@@ -65,6 +65,10 @@ class ModelAfterLoad final : public nn::Module {
     slots_.reserve(named.size());
     for (const auto& [name, p] : named) {
       const auto found = in_file.find(name);
+      // A checkpoint continues bit for bit: no conversion (load_state_dict would convert).
+      if (found != in_file.end() && found->second->dtype() != p->dtype)
+        detail::fail<FormatError>("", "the model's '", name, "' is ", found->second->dtype(), " in the file but ", p->dtype,
+                                  " in the model");
       nn::Parameter slot;
       slot.dtype = p->dtype;
       const bool fits = found != in_file.end() && p->fits(found->second->shape());
@@ -105,8 +109,10 @@ std::string checkpoint_checksum(const nn::StateDict& tensors, const std::map<std
   for (const auto& [name, t] : tensors) {
     h.add(name.data(), name.size());
     h.add(&nul, 1);
-    const unsigned char header[2] = {static_cast<unsigned char>(t.dtype()), static_cast<unsigned char>(t.ndim())};
-    h.add(header, 2);
+    const std::string dtype = dtype_name(t.dtype());
+    h.add(dtype.c_str(), dtype.size() + 1);
+    const unsigned char rank = static_cast<unsigned char>(t.ndim());
+    h.add(&rank, 1);
     for (const std::int64_t extent : t.shape()) {
       unsigned char e[8];
       for (int i = 0; i < 8; ++i) e[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(extent) >> (8 * i));
@@ -139,7 +145,14 @@ void save_checkpoint(const std::string& path, nn::Module& model, const optim::Op
   for (const auto& [name, t] : state.tensors) tensors.emplace_back(kOptimizerPrefix + name, t.to(cpu()).contiguous());
   std::map<std::string, std::string> metadata = {
       {"format", kFormat}, {"version", kVersion}, {"step", std::to_string(step)}, {"optimizer", state.kind}};
-  for (const auto& [name, value] : state.scalars) metadata[kOptimizerPrefix + name] = shortest_decimal(value);
+  for (const auto& [name, value] : state.scalars) {
+    const std::string text = shortest_decimal(value);
+    // A C++ library whose from_chars cannot read its own to_chars back (subnormals in libstdc++
+    // 11) would write a file that does not load: refuse it here instead.
+    if (parse_number<double>(op, name, text) != value)
+      detail::fail(op, "the optimiser's '", name, "' (", text, ") does not read back as the same number here");
+    metadata[kOptimizerPrefix + name] = text;
+  }
   metadata[detail::kCheckpointChecksumKey] = detail::checkpoint_checksum(tensors, metadata);
   io::save_safetensors(path, tensors, metadata);
 }
@@ -157,11 +170,11 @@ std::int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::
   };
   if (entry("format") != kFormat)
     detail::fail<FormatError>(op, "the file's format is \"", entry("format"), "\", not \"", kFormat, "\"");
+  if (entry(detail::kCheckpointChecksumKey) != detail::checkpoint_checksum(file.tensors, metadata))
+    detail::fail<FormatError>(op, "checksum mismatch: the file is corrupted");
   if (entry("version") != kVersion)
     detail::fail<FormatError>(op, "checkpoint version \"", entry("version"), "\"; this kten reads version ", kVersion,
                               " (a newer kten wrote it?)");
-  if (entry(detail::kCheckpointChecksumKey) != detail::checkpoint_checksum(file.tensors, metadata))
-    detail::fail<FormatError>(op, "checksum mismatch: the file is corrupted");
   const auto step = parse_number<std::int64_t>(op, "step", entry("step"));
   if (step < 0) detail::fail<FormatError>(op, "the step is ", step, ", below 0 (the file is corrupted)");
 
@@ -189,8 +202,10 @@ std::int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::
   } catch (const FormatError& e) {
     detail::fail_within<FormatError>(op, e);
   }
+  // Checked above; what is left can fail only for want of memory (OutOfMemory), which may leave
+  // the model moved or loaded without the optimiser's state.
   model.to(device);
-  optimizer.load_state(state, model);  // checked above: the copies to the parameters' device
+  optimizer.load_state(state, model);  // the copies to the parameters' device
   return step;
 }
 

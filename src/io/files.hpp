@@ -24,6 +24,12 @@ struct Fnv1a {
     const auto* p = static_cast<const unsigned char*>(data);
     for (std::size_t i = 0; i < n; ++i) value = (value ^ p[i]) * 0x100000001b3ull;
   }
+  /// \brief The checksum of n bytes at `data`.
+  static std::uint64_t of(const void* data, std::size_t n) {
+    Fnv1a h;
+    h.add(data, n);
+    return h.value;
+  }
 };
 
 /// \brief A regular file open for reading; every failure is a FormatError from `op`.

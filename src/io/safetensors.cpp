@@ -335,11 +335,15 @@ Layout read_layout(const detail::InputFile& file, const std::string& op) {
   const std::uint64_t data_size = file.size() - layout.data_start;
   for (const Entry& e : layout.header.entries) {
     std::optional<std::uint64_t> bytes = dtype_size(e.dtype);
-    for (const auto extent : e.shape)
+    std::optional<std::int64_t> span = 1;  // the largest contiguous stride: extents of 0 taken as 1
+    for (const auto extent : e.shape) {
       if (bytes) bytes = detail::checked_mul(*bytes, static_cast<std::uint64_t>(extent));
-    if (!bytes)
-      detail::fail<FormatError>(op, "the tensor '", e.name, "' has shape ", e.shape,
-                                ", which has more bytes than fit in 64 bits (the file is corrupted)");
+      if (span) span = detail::checked_mul(*span, extent == 0 ? std::int64_t(1) : extent);
+    }
+    if (!bytes || !span)
+      detail::fail<FormatError>(op, "the tensor '", e.name, "' has shape ", e.shape, ", which has more ",
+                                !bytes ? "bytes" : "elements (extents of 0 aside)",
+                                " than fit in 64 bits (the file is corrupted)");
     if (e.end < e.begin || e.end - e.begin != *bytes)
       detail::fail<FormatError>(op, "the tensor '", e.name, "' is ", file_dtype(e.dtype), " of shape ", e.shape, " (",
                                 *bytes, " bytes) but its data_offsets [", e.begin, ", ", e.end,

@@ -45,12 +45,6 @@ template <class... Parts>
   detail::fail<FormatError>("load('" + path + "')", parts...);
 }
 
-std::uint64_t fnv1a(const unsigned char* p, std::size_t n) {
-  detail::Fnv1a h;
-  h.add(p, n);
-  return h.value;
-}
-
 struct Writer {
   std::vector<unsigned char> bytes;
   void u(std::uint64_t v, int width) {
@@ -161,7 +155,7 @@ std::vector<Staged> parse(const std::vector<unsigned char>& bytes, const std::st
   if (r.pos != r.end)
     bad_file(path, r.end - r.pos, " unexpected bytes after the parameters (the file is corrupted)");
   Reader tail{bytes, bytes.size(), bytes.size() - 8, path};
-  if (tail.u(8, "the checksum") != fnv1a(bytes.data(), bytes.size() - 8))
+  if (tail.u(8, "the checksum") != detail::Fnv1a::of(bytes.data(), bytes.size() - 8))
     bad_file(path, "checksum mismatch: the file is corrupted");
   return staged;
 }
@@ -189,7 +183,7 @@ void Module::save(const std::string& path) {
     detail::read_to_host(t, host.data(), t.dtype(), "save()");
     w.elements(host.data(), static_cast<std::size_t>(t.numel()), dtype_size(t.dtype()));
   }
-  w.u(fnv1a(w.bytes.data(), w.bytes.size()), 8);
+  w.u(detail::Fnv1a::of(w.bytes.data(), w.bytes.size()), 8);
 
   detail::AtomicFile file(path, "save('" + path + "')");
   file.write(w.bytes.data(), w.bytes.size());

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "fuzz_models.hpp"
-#include "io/checkpoint.hpp"  // kten's internal checksum of the format
+#include "io/checkpoint.hpp"   // kten's internal checksum of the format
+#include "io/safetensors.hpp"  // tensors and metadata in one read
 
 namespace {
 
@@ -33,16 +34,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   kten::fuzz::write_file(path, std::vector<std::uint8_t>(data, data + size));
   load_everywhere(path);
   // Almost every mutation breaks the checksum: a readable file is written again with it made right.
-  kten::nn::StateDict tensors;
-  std::map<std::string, std::string> metadata;
+  kten::detail::SafetensorsContents contents;
   try {
-    tensors = kten::io::load_safetensors(path);
-    metadata = kten::io::load_safetensors_metadata(path);
+    contents = kten::detail::read_safetensors(path, kten::cpu(), "fuzz");
   } catch (const kten::FormatError&) {
     return 0;
   }
-  metadata[kten::detail::kCheckpointChecksumKey] = kten::detail::checkpoint_checksum(tensors, metadata);
-  kten::io::save_safetensors(path, tensors, metadata);
+  contents.metadata[kten::detail::kCheckpointChecksumKey] = kten::detail::checkpoint_checksum(contents.tensors, contents.metadata);
+  kten::io::save_safetensors(path, contents.tensors, contents.metadata);
   load_everywhere(path);
   return 0;
 }
