@@ -980,8 +980,9 @@ TEST_CASE("load_checkpoint refuses a malformed or mismatching file and changes n
   const optim::OptimizerState before = snapshot(adam.state());
   std::vector<std::vector<float>> parameters;
   for (const Tensor& p : model.parameters()) parameters.push_back(p.to_vector<float>());
-  for (const auto& [name, path, message] : cases) {
+  for (const auto& [name, file, message] : cases) {
     INFO(name);
+    const std::string path = file;  // a variable, not a binding: the lambda captures it (clang 14)
     CHECK_THAT(message_of<FormatError>([&] { load_checkpoint(path, model, adam, d); }), ContainsSubstring(message));
     require_same_state(adam.state(), before);
     for (std::size_t i = 0; i < parameters.size(); ++i) CHECK(model.parameters()[i].to_vector<float>() == parameters[i]);
