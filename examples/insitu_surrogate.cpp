@@ -29,11 +29,14 @@
 
 namespace {
 
+// exp(-r2 / width) on the host and the device.
+KOKKOS_INLINE_FUNCTION double gaussian(double r2, double width) {
 #if KOKKOS_VERSION >= 30700
-using Kokkos::exp;  // Kokkos 3.7 and later
+  return Kokkos::exp(-r2 / width);  // Kokkos 3.7 and later
 #else
-using Kokkos::Experimental::exp;
+  return Kokkos::Experimental::exp(-r2 / width);
 #endif
+}
 
 using Exec = Kokkos::DefaultExecutionSpace;
 using Field = Kokkos::View<double**, Exec::memory_space>;  // the simulation's field, in the device's default layout
@@ -61,8 +64,8 @@ struct InitialField {
   KOKKOS_INLINE_FUNCTION void operator()(int i, int j) const {
     const double x = i / double(n - 1), y = j / double(n - 1);
     const bool boundary = i == 0 || j == 0 || i == n - 1 || j == n - 1;
-    const double blobs = exp(-((x - x0) * (x - x0) + (y - y0) * (y - y0)) / 0.01) +
-                         0.5 * exp(-((x - x1) * (x - x1) + (y - y1) * (y - y1)) / 0.02);
+    const double blobs = gaussian((x - x0) * (x - x0) + (y - y0) * (y - y0), 0.01) +
+                         0.5 * gaussian((x - x1) * (x - x1) + (y - y1) * (y - y1), 0.02);
     u(i, j) = boundary ? 0.0 : blobs;
   }
 };
