@@ -2,7 +2,8 @@
 //   mpiexec -n 2 kten-perf-mpi [--quick] [--kten-device cpu|gpu] [--out DIR]
 // 1. all_reduce bandwidth: kten's all_reduce(sum) of a tensor against MPI_Allreduce on the very
 //    same buffer (on a cpu() tensor both see the same host memory; on a GPU kten may stage);
-// 2. training throughput of one rank alone against all ranks data-parallel, same global batch;
+// 2. training throughput of one rank alone against all ranks data-parallel, same global batch, with
+//    the gradient exchange after backward and overlapped with it;
 // 3. the chapter's exercise "two computations on two devices at once", answered with two ranks.
 // Writes summary.json under --out and prints a table.
 #include <mpi.h>
@@ -80,7 +81,8 @@ std::vector<AllreduceRow> allreduce_rows(const Config& c, kten::dist::Communicat
 }
 
 // Samples per second of the second epoch (the first pays for allocations).
-double training_rate(const Config& c, std::shared_ptr<const kten::dist::ProcessGroup> group, std::int64_t batch) {
+double training_rate(const Config& c, std::shared_ptr<const kten::dist::ProcessGroup> group, std::int64_t batch,
+                     kten::dist::DDPOptions options = {}) {
   const std::int64_t features = 64, examples = c.quick ? 2048 : 16384;
   kten::data::SyntheticRegression data(std::vector<float>(features, 0.5f), 1.f, 0.01f, examples, 0, 0);
   kten::nn::manual_seed(0);
@@ -94,6 +96,7 @@ double training_rate(const Config& c, std::shared_ptr<const kten::dist::ProcessG
   kten::Trainer trainer(2, c.device.is_gpu() ? 1 : 0);
   trainer.set_progress_stream(nullptr);
   trainer.set_process_group(std::move(group));
+  trainer.set_ddp_options(options);
   return trainer.fit(model, kten::nn::MSELoss(), sgd, data, batch).back().samples_per_sec;
 }
 
@@ -154,20 +157,36 @@ int main(int argc, char* argv[]) {
   // rank alone with the per-rank batch separates the cost of the gradient all_reduce and of the
   // ranks waiting for each other (efficiency) from that of smaller GEMMs.
   const std::int64_t global_batch = 256, per_rank = global_batch / ranks;
+  const int tries = c.quick ? 1 : 3;  // best of: a shared machine's noise only ever slows a fit
+  auto best = [&](auto rate) {
+    double b = 0;
+    for (int t = 0; t < tries; ++t) b = std::max(b, rate());
+    return b;
+  };
   double alone = 0, alone_small = 0;
   if (rank == 0) {
-    alone = training_rate(c, nullptr, global_batch);
-    alone_small = training_rate(c, nullptr, per_rank);
+    alone = best([&] { return training_rate(c, nullptr, global_batch); });
+    alone_small = best([&] { return training_rate(c, nullptr, per_rank); });
   }
   world->barrier();
-  const double parallel = training_rate(c, world, per_rank);
-  const double efficiency = parallel / (ranks * alone_small);
-  os << "\ntraining (MLP 64-256-256-1, " << kten::host_threads() << " host threads per rank):\n"
+  // The gradient exchange after backward, then overlapped with it (DDPOptions::overlap), in turns.
+  double after = 0, overlapped = 0;
+  for (int t = 0; t < tries; ++t) {
+    after = std::max(after, training_rate(c, world, per_rank, {std::size_t(25) << 20, /*overlap=*/false}));
+    overlapped = std::max(overlapped, training_rate(c, world, per_rank, {std::size_t(25) << 20, /*overlap=*/true}));
+  }
+  const double parallel = overlapped;
+  const double efficiency = overlapped / (ranks * alone_small), efficiency_after = after / (ranks * alone_small);
+  os << "\ntraining (MLP 64-256-256-1, " << kten::host_threads() << " host threads per rank, best of " << tries
+     << "):\n"
      << "  1 rank, batch " << global_batch << ": " << alone << " samples/s\n"
      << "  1 rank, batch " << per_rank << ": " << alone_small << " samples/s\n"
-     << "  " << ranks << " ranks, batch " << per_rank << " each: " << parallel << " samples/s\n"
-     << "  speed-up over one rank with the same global batch " << parallel / alone << "x; data-parallel efficiency "
-     << efficiency << " (" << ranks << " ranks against " << ranks << " x one rank with the same per-rank batch)\n";
+     << "  " << ranks << " ranks, batch " << per_rank << " each, gradients exchanged after backward: " << after
+     << " samples/s, data-parallel efficiency " << efficiency_after << "\n"
+     << "  " << ranks << " ranks, batch " << per_rank << " each, exchange overlapped with backward: " << overlapped
+     << " samples/s, data-parallel efficiency " << efficiency << "\n"
+     << "  (efficiency: " << ranks << " ranks against " << ranks << " x one rank with the same per-rank batch); "
+     << "speed-up over one rank with the same global batch " << parallel / alone << "x\n";
   const std::string exercise = two_devices(c, rank, raw, os);
 
   if (rank == 0) {
@@ -181,16 +200,17 @@ int main(int argc, char* argv[]) {
        << kten::version() << "\",\"git\":\"" << KTEN_GIT_HASH << "\",\"quick\":" << (c.quick ? "true" : "false")
        << "},\n  \"ratios\": {\n    \"allreduce_vs_mpi\": " << ratio << ",\n    \"training_speedup_" << ranks
        << "_ranks\": " << parallel / alone << ",\n    \"data_parallel_efficiency\": " << efficiency
-       << "\n  },\n  \"targets\": {\n    \"allreduce_vs_mpi\": \">= 0.90\",\n"
+       << ",\n    \"data_parallel_efficiency_not_overlapped\": " << efficiency_after << "\n  },\n  \"targets\": {\n    \"allreduce_vs_mpi\": \">= 0.90\",\n"
        << "    \"training_speedup_" << ranks << "_ranks\": \"(informative; ideal " << ranks << ")\",\n"
-       << "    \"data_parallel_efficiency\": \"(informative; ideal 1)\"\n  },\n"
+       << "    \"data_parallel_efficiency\": \">= 0.95 on a quiet machine (ideal 1)\",\n"
+       << "    \"data_parallel_efficiency_not_overlapped\": \"(informative; ideal 1)\"\n  },\n"
        << "  \"allreduce\": [";
     for (std::size_t i = 0; i < rows.size(); ++i)
       js << (i ? "," : "") << "\n    {\"bytes\":" << rows[i].bytes << ",\"kten_s\":" << rows[i].kten_s
          << ",\"mpi_s\":" << rows[i].mpi_s << "}";
     js << "\n  ],\n  \"training\": {\"global_batch\":" << global_batch << ",\"samples_per_sec_1_rank\":" << alone
        << ",\"samples_per_sec_1_rank_batch_" << per_rank << "\":" << alone_small << ",\"samples_per_sec_" << ranks
-       << "_ranks\":" << parallel << "},\n  \"exercises\": {\"two_devices_with_ranks\":"
+       << "_ranks\":" << parallel << ",\"samples_per_sec_" << ranks << "_ranks_not_overlapped\":" << after << "},\n  \"exercises\": {\"two_devices_with_ranks\":"
        << exercise << "}\n}\n";
     os << "\nallreduce_vs_mpi (largest size) " << std::fixed << std::setprecision(2) << ratio
        << "  (target >= 0.90)\nwritten to " << c.out << "/summary.json\n";

@@ -91,6 +91,12 @@ void check_gradient(const Tensor& root, const Tensor& gradient) {
 
 }  // namespace
 
+void set_grad_ready_hook(const Tensor& leaf, std::function<void()> hook) {
+  const auto& meta = AutogradAccess::meta(leaf);
+  if (!meta || meta->grad_fn) fail("set_grad_ready_hook", "the tensor is not a leaf that requires grad");
+  meta->grad_ready = std::move(hook);
+}
+
 Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_graph, bool module_inputs,
                     const Tensor* stop_at) {
   check_defined(root, "backward()");
@@ -111,20 +117,23 @@ Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_g
   Region region("kten::backward");
   if (!root_meta->grad_fn) {
     if (!root_meta->module_input || module_inputs) accumulate_leaf(*root_meta, gradient);
+    if (root_meta->grad_ready) root_meta->grad_ready();
     return Tensor();
   }
   const auto& stop_meta = stop_at ? AutogradAccess::meta(*stop_at) : nullptr;
   Node* const stop = stop_meta ? stop_meta->grad_fn.get() : nullptr;
   Tensor stopped;
 
-  // How many reachable nodes use each node's output.
+  // How many reachable nodes use each node's output, and each hooked leaf.
   std::unordered_map<Node*, int> users;
+  std::unordered_map<AutogradMeta*, int> leaf_users;
   std::vector<Node*> stack{root_meta->grad_fn.get()};
   users[stack.back()] = 0;
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
     for (const auto& input : node->inputs) {
+      if (input && !input->grad_fn && input->grad_ready) ++leaf_users[input.get()];
       if (!input || !input->grad_fn) continue;
       auto [it, first_visit] = users.try_emplace(input->grad_fn.get(), 0);
       ++it->second;
@@ -165,6 +174,7 @@ Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_g
              node->input_shapes[i], " (a bug in kten; please report it)");
       if (!input->grad_fn) {
         if (g.defined() && (!input->module_input || module_inputs)) accumulate_leaf(*input, std::move(g));
+        if (input->grad_ready && --leaf_users[input.get()] == 0) input->grad_ready();
         continue;
       }
       Node* next = input->grad_fn.get();

@@ -28,6 +28,9 @@ struct AutogradMeta {
   /// \brief A leaf made by Module::operator() so that Module::backward() can return d/d(input):
   /// its gradient is computed only by Module::backward(), never by Tensor::backward().
   bool module_input = false;
+  /// \brief Leaves only: called once per backward pass, right after the last gradient this pass
+  /// brings to the leaf was accumulated (DistributedDataParallel starts an all_reduce from it).
+  std::function<void()> grad_ready;
 };
 
 /// \brief One gradient per input of a node (undefined: none flows there).
@@ -76,6 +79,9 @@ inline Tensor saved(const Tensor& t) { return t.detach(); }
 /// \brief `g` summed over the axes broadcasting added or stretched, so it has `shape` (a gradient
 /// flowing back to a broadcast input); `g` itself when it already has it.
 Tensor sum_to(const Tensor& g, const Shape& shape);
+
+/// \brief Makes `hook` the grad_ready hook of `leaf`, a leaf that requires grad (empty: none).
+void set_grad_ready_hook(const Tensor& leaf, std::function<void()> hook);
 
 /// \brief Runs backward from `root` (see Tensor::backward); with `module_inputs`, leaves made by
 /// Module::operator() receive their gradients too. With `stop_at` (a computed tensor), the pass

@@ -74,7 +74,7 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
   const auto group = process_group();
   const int ranks = group ? group->size() : 1;
   std::optional<dist::DistributedDataParallel> ddp;  // broadcasts rank 0's parameters
-  if (group) ddp.emplace(model, group);
+  if (group) ddp.emplace(model, group, ddp_options_);
   nn::Module& net = ddp ? static_cast<nn::Module&>(*ddp) : model;
   // Every rank gets as many training batches (padded like DistributedSampler), so the gradient
   // all_reduces match up; validation needs no collective per batch, so each example counts once.
@@ -107,7 +107,7 @@ std::vector<EpochReport> Trainer::fit(nn::Module& model, const nn::Loss& loss, o
       add(train_sum, batch_loss.detach(), batch.X.shape()[0], train_rows);
       optimizer.zero_grad(model);
       batch_loss.backward();
-      if (ddp) ddp->synchronize_gradients();  // averaged over the ranks
+      if (ddp) ddp->synchronize_gradients();  // averaged over the ranks (started during backward)
       optimizer.step(model);
       trained += batch.X.shape()[0];
     }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <kten/dist/ddp.hpp>
 #include <kten/kten.hpp>
@@ -99,9 +100,10 @@ TEST_CASE("DistributedDataParallel flattens gradients into buckets on the device
   const Device d = test::device();
   nn::Sequential plain = test::small_mlp(d), wrapped = test::small_mlp(d);
   auto group = std::make_shared<LoneGroup>();
-  // 64 bytes: weight 3x4 + bias 4 (16 floats) fill the first bucket, weight 4x1 + bias 1 the second.
+  // 64 bytes, the parameters in reverse: bias 1 + weight 4x1 + bias 4 (9 floats, 36 bytes), then
+  // weight 3x4 (48 bytes) in a bucket of its own.
   dist::DistributedDataParallel ddp(wrapped, group, {64});
-  CHECK(group->broadcast_sizes == std::vector<std::int64_t>{16, 5});  // rank 0's parameters, by bucket
+  CHECK(group->broadcast_sizes == std::vector<std::int64_t>{9, 12});  // rank 0's parameters, by bucket
   CHECK(ddp.device() == d);
   CHECK(ddp.named_parameters().size() == 4);
   CHECK(ddp.named_parameters()[0].name == "0.weight");
@@ -111,7 +113,7 @@ TEST_CASE("DistributedDataParallel flattens gradients into buckets on the device
   plain.backward(ones({5, 1}, d));
   ddp(x);
   ddp.backward(ones({5, 1}, d));
-  CHECK(group->all_reduced == std::vector<std::int64_t>{16, 5});  // one all_reduce per bucket
+  CHECK(group->all_reduced == std::vector<std::int64_t>{9, 12});  // one all_reduce per bucket
   CHECK(ddp.num_buckets() == 2);
   for (std::size_t p = 0; p < 4; ++p)
     CHECK(wrapped.named_parameters()[p].slot->grad.to_vector<float>() ==
@@ -129,6 +131,71 @@ TEST_CASE("DistributedDataParallel flattens gradients into buckets on the device
     CHECK(lone->broadcast_sizes == std::vector<std::int64_t>{3 * 2 + 2});
   }
   CHECK_THROWS_AS(dist::DistributedDataParallel(plain, nullptr), Error);
+}
+
+namespace {
+
+// A LoneGroup that notes, as each all_reduce starts, whether the first layer's weight gradient (the
+// last one backward finishes) was still zero.
+struct StartWatchingGroup : LoneGroup {
+  const Tensor* first_weight_grad = nullptr;
+  mutable std::vector<bool> first_weight_grad_was_zero;
+  std::unique_ptr<dist::Work> all_reduce_async(const Tensor& t, dist::ReduceOp op) const override {
+    first_weight_grad_was_zero.push_back(first_weight_grad->abs().sum().item<float>() == 0.f);
+    return LoneGroup::all_reduce_async(t, op);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("DistributedDataParallel starts each bucket's all_reduce during backward once its gradients are final",
+          "[dist][ddp]") {
+  const Device d = test::device();
+  nn::Sequential m = test::small_mlp(d);
+  auto group = std::make_shared<StartWatchingGroup>();
+  group->first_weight_grad = &m.named_parameters()[0].slot->grad;
+  dist::DistributedDataParallel ddp(m, group, {1});  // one bucket per parameter
+  const Tensor x = randn({5, 3}, d, 1);
+  auto forward_backward = [&] {
+    optim::SGD(0.1f).zero_grad(m);
+    ddp(x).sum().backward();
+  };
+
+  SECTION("overlapped: in reverse registration order, as backward finishes them") {
+    forward_backward();
+    CHECK(group->all_reduced == std::vector<std::int64_t>{1, 4, 4, 12});
+    // The last layer's two buckets start before backward reaches the first layer, whose weight is
+    // final before its bias (one node gives both), and whose bias bucket must start first.
+    CHECK(group->first_weight_grad_was_zero == std::vector<bool>{true, true, false, false});
+    ddp.synchronize_gradients();
+    CHECK(group->all_reduced.size() == 4);  // nothing started twice
+
+    // A second backward through the same graph changes buckets in flight: refused.
+    const Tensor loss = ddp(x).sum();
+    loss.backward(ones({}, d), /*retain_graph=*/true);
+    CHECK_THROWS_WITH(loss.backward(), Catch::Matchers::ContainsSubstring("two backward passes after one forward"));
+    ddp.synchronize_gradients();
+  }
+  SECTION("not overlapped: all in synchronize_gradients()") {
+    dist::DistributedDataParallel later(m, group, {1, /*overlap=*/false});
+    group->all_reduced.clear();
+    optim::SGD(0.1f).zero_grad(m);
+    later(x).sum().backward();
+    CHECK(group->all_reduced.empty());
+    later.synchronize_gradients();
+    CHECK(group->all_reduced == std::vector<std::int64_t>{1, 4, 4, 12});
+  }
+  SECTION("a forward under NoGradGuard arms nothing") {
+    {
+      NoGradGuard no_grad;
+      ddp(x);
+    }
+    optim::SGD(0.1f).zero_grad(m);
+    m(x).sum().backward();  // the module itself: nothing starts until synchronize_gradients()
+    CHECK(group->all_reduced.empty());
+    ddp.synchronize_gradients();
+    CHECK(group->all_reduced.size() == 4);
+  }
 }
 
 TEST_CASE("the Trainer's data-parallel path over one rank trains exactly as one process", "[dist][trainer]") {

@@ -60,6 +60,9 @@ class Communicator final : public ProcessGroup {
   int local_size() const;
 
   void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum) const override;
+  /// \brief MPI_Iallreduce after the agreement; a staged GPU tensor gets a staging buffer of its
+  /// own, so several all_reduces can be in flight.
+  std::unique_ptr<Work> all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::sum) const override;
   void broadcast(const Tensor& t, int root = 0) const override;
   Tensor all_gather(const Tensor& t) const override;
   Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::sum) const override;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <kten/data.hpp>
+#include <kten/dist/ddp.hpp>
 #include <kten/dist/process_group.hpp>
 #include <kten/nn/loss.hpp>
 #include <kten/nn/module.hpp>
@@ -60,6 +61,10 @@ class Trainer {
   /// \brief The group fit() trains over: the one set, else dist::default_group() when it has more
   /// than one rank; nullptr when this process trains alone.
   std::shared_ptr<const dist::ProcessGroup> process_group() const;
+  /// \brief How data-parallel fits average gradients (buckets, overlap with backward).
+  void set_ddp_options(const dist::DDPOptions& options) { ddp_options_ = options; }
+  /// \brief The options data-parallel fits use; default: DDPOptions{}.
+  const dist::DDPOptions& ddp_options() const { return ddp_options_; }
   /// \brief Writes `model` to `path` (Module::save) from rank 0 of process_group() only; every
   /// rank returns once the file is complete. On a cluster, `path` must be on a file system all
   /// ranks see.
@@ -73,6 +78,7 @@ class Trainer {
   std::ostream* progress_;
   bool group_set_ = false;
   std::shared_ptr<const dist::ProcessGroup> group_;
+  dist::DDPOptions ddp_options_;
 };
 
 }  // namespace kten

@@ -12,9 +12,11 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <kten/dist.hpp>
 
@@ -208,23 +210,30 @@ class StallWatch {
   std::map<int, std::int64_t> where_;  // rank -> the collective it answered from
 };
 
-// Polls like a blocking MPI call for the first millisecond (the other ranks are usually about to
-// arrive, and giving the core away costs a scheduler time slice on a busy node), then yields the
+// Polls done() like a blocking MPI call for the first millisecond (the other ranks are usually about
+// to arrive, and giving the core away costs a scheduler time slice on a busy node), then yields the
 // core, then sleeps between polls, so that ranks sharing cores with the late ones let them run.
-void wait_for_ranks(CommState& s, MPI_Request& request, const Fingerprint& call) {
+template <class Done>
+void poll_until(Done done, StallWatch* watch) {
   const auto start = Clock::now();
-  StallWatch watch(s, call);
   for (long spin = 0;; ++spin) {
-    int done = 0;
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return;
+    if (done()) return;
     if (spin % 64 != 0) continue;  // read the clock now and then only
     const auto waited = Clock::now() - start;
     if (waited < std::chrono::milliseconds(1)) continue;
-    watch.poll();
+    if (watch) watch->poll();
     if (waited < std::chrono::milliseconds(20)) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
+}
+
+void wait_for_ranks(CommState& s, MPI_Request& request, const Fingerprint& call) {
+  StallWatch watch(s, call);
+  poll_until([&] {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
+  }, &watch);
 }
 
 // --- phase 1: agreement ------------------------------------------------------------------------
@@ -393,6 +402,54 @@ void divide(const Tensor& t, int by) {
   }, t);
 }
 
+// The end of an all_reduce whose payload MPI has reduced in `buffer`.
+void finish_all_reduce(char* buffer, const Tensor& t, ReduceOp op, int ranks) {
+  copy_from_staging(buffer, t);
+  if (op == ReduceOp::mean) divide(t, ranks);
+}
+
+// An all_reduce whose payload is in flight: MPI_Iallreduce on the tensor's memory or on a staging
+// buffer of its own; the first test() or wait() that finds MPI done finishes it.
+class AllReduceWork final : public Work {
+ public:
+  AllReduceWork(std::shared_ptr<CommState> s, const Tensor& t, ReduceOp op) : s_(std::move(s)), t_(t), op_(op) {
+    finished_ = t.numel() == 0;  // nothing to move
+    if (finished_) return;
+    if (staged(t.device())) staging_ = s_->take_staging(t.nbytes());
+    buffer_ = mpi_buffer(t, staging_ ? static_cast<char*>(staging_->data) : nullptr, true);
+    kten::detail::fence(t.device());  // the kernels that wrote `t` have finished
+    in_pieces(buffer_, t.numel(), t.dtype(), [&](char* p, int n) {
+      MPI_Request& request = requests_.emplace_back(MPI_REQUEST_NULL);
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p, n, mpi_type(t.dtype()), mpi_op(op), s_->comm, &request), "MPI_Iallreduce");
+    });
+  }
+  ~AllReduceWork() override { wait(); }  // MPI owns the buffer until then
+
+  bool test() override {
+    if (finished_) return true;
+    or_abort("all_reduce", [&] {
+      int done = 0;
+      check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE),
+                "MPI_Testall");
+      if (!done) return;
+      finish_all_reduce(buffer_, t_, op_, s_->size);
+      if (staging_) s_->give_back_staging(std::move(staging_));
+      finished_ = true;
+    });
+    return finished_;
+  }
+  void wait() override { poll_until([&] { return test(); }, nullptr); }
+
+ private:
+  std::shared_ptr<CommState> s_;
+  Tensor t_;
+  ReduceOp op_;
+  std::shared_ptr<kten::detail::Storage> staging_;
+  char* buffer_ = nullptr;
+  std::vector<MPI_Request> requests_;
+  bool finished_ = false;
+};
+
 // A result tensor like `t` (device, dtype); a failure (out of memory, overflow) becomes `problem`,
 // so that every rank learns of it in the agreement instead of waiting for this one.
 Tensor try_empty(const Shape& shape, const Tensor& t, std::string& problem) {
@@ -436,9 +493,20 @@ void Communicator::all_reduce(const Tensor& t, ReduceOp op) const {
       detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, p, n, detail::mpi_type(t.dtype()), detail::mpi_op(op), state_->comm),
                         "MPI_Allreduce");
     });
-    detail::copy_from_staging(buffer, t);
-    if (op == ReduceOp::mean) detail::divide(t, state_->size);
+    detail::finish_all_reduce(buffer, t, op, state_->size);
   });
+}
+
+std::unique_ptr<Work> Communicator::all_reduce_async(const Tensor& t, ReduceOp op) const {
+  auto f = detail::fingerprint(Collective::all_reduce, &t, {});
+  f.reduce = static_cast<std::int64_t>(op);
+  detail::agree(*state_, f);
+  std::unique_ptr<Work> work;
+  detail::or_abort("all_reduce", [&] {
+    if (t.numel() > 0) kten::detail::note_host_sync(t.device(), "dist::all_reduce", /*implicit=*/false);
+    work = std::make_unique<detail::AllReduceWork>(state_, t, op);
+  });
+  return work;
 }
 
 void Communicator::broadcast(const Tensor& t, int root) const {

@@ -289,22 +289,47 @@ CommState::~CommState() {
   MPI_Comm_free(&comm);
 }
 
+namespace {
+
+// Page-locked host memory where a GPU may copy from it, else plain host memory. Staging buffers are
+// Kokkos allocations: they are given back before Kokkos finalises.
+std::shared_ptr<kten::detail::Storage> allocate_staging(std::size_t bytes) {
+  static std::once_flag hook;
+  std::call_once(hook, [] {
+    Kokkos::push_finalize_hook([] {
+      std::lock_guard<std::mutex> lock(runtime().states_mutex);
+      for (auto& weak : runtime().states)
+        if (auto s = weak.lock()) {
+          s->staging.reset();
+          s->spare_staging.clear();
+        }
+    });
+  });
+  auto buffer = kten::detail::allocate_pinned(bytes);
+  return buffer ? buffer : kten::detail::allocate(cpu(), bytes, "dist::staging");
+}
+
+}  // namespace
+
 char* CommState::staging_buffer(std::size_t bytes) {
   if (!staging || staging->bytes < bytes) {
-    static std::once_flag hook;
-    std::call_once(hook, [] {
-      // Staging buffers are Kokkos allocations: give them back before Kokkos finalises.
-      Kokkos::push_finalize_hook([] {
-        std::lock_guard<std::mutex> lock(runtime().states_mutex);
-        for (auto& weak : runtime().states)
-          if (auto s = weak.lock()) s->staging.reset();
-      });
-    });
     staging.reset();
-    staging = kten::detail::allocate_pinned(bytes);  // page-locked where a GPU may copy from it
-    if (!staging) staging = kten::detail::allocate(cpu(), bytes, "dist::staging");
+    staging = allocate_staging(bytes);
   }
   return static_cast<char*>(staging->data);
+}
+
+std::shared_ptr<kten::detail::Storage> CommState::take_staging(std::size_t bytes) {
+  const auto fits = std::find_if(spare_staging.begin(), spare_staging.end(), [&](const auto& b) { return b->bytes >= bytes; });
+  if (fits == spare_staging.end()) return allocate_staging(bytes);
+  auto buffer = std::move(*fits);
+  spare_staging.erase(fits);
+  kten::detail::wait_for_pending_reader(*buffer);
+  return buffer;
+}
+
+void CommState::give_back_staging(std::shared_ptr<kten::detail::Storage> buffer) {
+  spare_staging.push_back(std::move(buffer));
 }
 
 std::shared_ptr<Communicator> make_communicator(MPI_Comm parent) {

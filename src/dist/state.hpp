@@ -33,6 +33,7 @@ struct CommState {
   std::list<PendingSend> sends;      // control messages still in flight (stable addresses)
   StallOptions stall;
   std::shared_ptr<kten::detail::Storage> staging;  // page-locked where a GPU backend exists
+  std::vector<std::shared_ptr<kten::detail::Storage>> spare_staging;  // free buffers of collectives in flight
 
   /// \brief Duplicates `parent` (a collective over it) and reads the stall settings from the
   /// environment.
@@ -44,6 +45,11 @@ struct CommState {
 
   /// \brief At least `bytes` of host staging memory, reused across collectives.
   char* staging_buffer(std::size_t bytes);
+  /// \brief Host staging memory of at least `bytes` for one collective in flight, free of copies
+  /// still reading it; hand it back with give_back_staging() once the collective has finished.
+  std::shared_ptr<kten::detail::Storage> take_staging(std::size_t bytes);
+  /// \brief Keeps a buffer of take_staging() for the next collective in flight.
+  void give_back_staging(std::shared_ptr<kten::detail::Storage> buffer);
 };
 
 /// \brief A Communicator over a new state duplicating `parent`.

@@ -149,6 +149,40 @@ TEMPLATE_TEST_CASE("all_reduce sums, averages and takes max and min in place, on
   }
 }
 
+TEST_CASE("all_reduce_async: several in flight, each finished by test() or wait(), as all_reduce would", "[dist]") {
+  const auto w = world();
+  const Device d = test::device();
+  std::vector<Tensor> tensors, blocking;
+  std::vector<std::unique_ptr<dist::Work>> works;
+  reset_stats();
+  for (std::int64_t n : {1, 1000, 0, 70000}) {
+    tensors.push_back(rank_tensor<float>(w->rank(), {n}, d));
+    blocking.push_back(rank_tensor<float>(w->rank(), {n}, d));
+    works.push_back(w->all_reduce_async(tensors.back(), dist::ReduceOp::mean));  // each with its own staging
+  }
+  CHECK(stats().host_syncs == 3);  // the device was fenced for each, the empty one excepted
+  while (!works[0]->test()) {
+  }
+  CHECK(works[2]->test());  // the empty one moved nothing
+  for (auto& work : works) work->wait();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    w->all_reduce(blocking[i], dist::ReduceOp::mean);
+    CHECK(tensors[i].to_vector<float>() == blocking[i].to_vector<float>());
+  }
+  CHECK(tensors[1].to_vector<float>()[7] == static_cast<float>((10.0 * (w->size() + 1) / 2) + 7));
+
+  SECTION("a mismatch is thrown when it starts, on every rank") {
+    const Tensor t = zeros({w->rank() == 0 ? 2 : 3}, d);
+    CHECK_THAT(mismatch_message([&] { w->all_reduce_async(t); }), ContainsSubstring("rank 0: all_reduce(sum) float32 2"));
+    require_usable(*w);
+  }
+  SECTION("a Work destroyed unfinished is waited for") {
+    const Tensor t = rank_tensor<float>(w->rank(), {3}, d);
+    w->all_reduce_async(t);
+    CHECK(t.to_vector<float>()[0] == static_cast<float>(10.0 * w->size() * (w->size() + 1) / 2));
+  }
+}
+
 TEST_CASE("all_reduce propagates NaN through sum, max and min", "[dist]") {
   const auto w = world();
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -226,7 +260,9 @@ TEST_CASE("ranks that disagree get a CollectiveMismatch naming ranks and shapes,
   const auto w = world();
   const Device d = test::device();
   const int rank = w->rank();
-  const std::string others = w->size() == 2 ? "rank 1" : "ranks 1-" + std::to_string(w->size() - 1);
+  const std::string others = w->size() == 2 ? "rank 1"
+                             : w->size() == 3 ? "ranks 1,2"
+                                              : "ranks 1-" + std::to_string(w->size() - 1);
 
   SECTION("shapes") {
     const Tensor t = rank == 0 ? zeros({2, 3}, d) : zeros({3, 2}, d);
@@ -372,8 +408,8 @@ TEST_CASE("DistributedDataParallel averages gradients with one all_reduce per bu
   }
   for (std::size_t bucket_bytes : {std::size_t(25) << 20, std::size_t(1), std::size_t(64)}) {
     CAPTURE(bucket_bytes);
-    // 25 MiB: one bucket; 1 byte: one per parameter; 64 bytes: weight 3x4 (48 B) + bias 4 (16 B),
-    // then weight 4x1 + bias 1 (20 B).
+    // 25 MiB: one bucket; 1 byte: one per parameter; 64 bytes, the parameters in reverse: bias 1 +
+    // weight 4x1 + bias 4 (36 B), then weight 3x4 (48 B).
     const int buckets = bucket_bytes == 1 ? 4 : bucket_bytes == 64 ? 2 : 1;
     nn::Sequential m = test::small_mlp(d);
     auto counting = std::make_shared<CountingGroup>();
@@ -389,6 +425,64 @@ TEST_CASE("DistributedDataParallel averages gradients with one all_reduce per bu
       test::require_allclose<float>(named[p].slot->grad, want[p], 1e-5, 1e-6);
     }
   }
+}
+
+TEST_CASE("overlapped DistributedDataParallel trains to the same bits as the exchange after backward", "[dist][ddp]") {
+  const auto w = world();
+  const Device d = test::device();
+  // Three steps of a 3-16-16-1 MLP, every rank with batches of its own; the parameters' bits after.
+  auto train = [&](dist::DDPOptions options) {
+    nn::Sequential m;
+    m.add(nn::Linear(3, 16, {true, float32, 7}));
+    m.add(nn::Tanh());
+    m.add(nn::Linear(16, 16, {true, float32, 8}));
+    m.add(nn::ReLU());
+    m.add(nn::Linear(16, 1, {true, float32, 9}));
+    m.to(d);
+    dist::DistributedDataParallel ddp(m, w, options);
+    optim::SGD sgd(0.05, optim::SGDOptions{0.9});
+    for (std::uint64_t step = 0; step < 3; ++step) {
+      const std::uint64_t seed = 100 + 10 * static_cast<std::uint64_t>(w->rank()) + step;
+      const Tensor loss = nn::MSELoss()(ddp(randn({8, 3}, d, seed)), randn({8, 1}, d, seed + 1000));
+      sgd.zero_grad(m);
+      loss.backward();
+      ddp.synchronize_gradients();
+      sgd.step(m);
+    }
+    std::vector<std::vector<float>> values;
+    for (const Tensor& p : m.parameters()) values.push_back(p.to_vector<float>());
+    return values;
+  };
+  for (std::size_t bucket_bytes : {std::size_t(1), std::size_t(1100), std::size_t(25) << 20}) {
+    CAPTURE(bucket_bytes);
+    const auto after = train({bucket_bytes, /*overlap=*/false});
+    CHECK(train({bucket_bytes, /*overlap=*/true}) == after);
+    // The ranks hold one model: rank 0's bits everywhere.
+    const Tensor first = tensor(after.front(), {static_cast<std::int64_t>(after.front().size())}, d);
+    const Tensor lowest = first.copyto(d);
+    w->all_reduce(first, dist::ReduceOp::max);
+    w->all_reduce(lowest, dist::ReduceOp::min);
+    CHECK(first.to_vector<float>() == lowest.to_vector<float>());
+  }
+}
+
+TEST_CASE("gradients accumulated over two forward/backward pairs average as without overlap", "[dist][ddp]") {
+  const auto w = world();
+  const Device d = test::device();
+  auto accumulate = [&](bool overlap) {
+    nn::Sequential m = test::small_mlp(d);
+    dist::DistributedDataParallel ddp(m, w, {1, overlap});
+    optim::SGD(0.1).zero_grad(m);
+    for (std::uint64_t micro = 0; micro < 2; ++micro)
+      ddp(randn({4, 3}, d, 7 + 2 * micro + 10 * static_cast<std::uint64_t>(w->rank()))).sum().backward();
+    ddp.synchronize_gradients();
+    std::vector<Tensor> grads;
+    for (const auto& [name, p] : m.named_parameters()) grads.push_back(p->grad.copyto(d));
+    return grads;
+  };
+  const auto after = accumulate(false), overlapped = accumulate(true);
+  for (std::size_t p = 0; p < after.size(); ++p)
+    test::require_allclose<float>(overlapped[p], test::host_doubles<float>(after[p]), 1e-6, 1e-7);
 }
 
 TEST_CASE("the Trainer on N ranks with batch B matches one process with batch N*B", "[dist][trainer]") {

@@ -19,6 +19,11 @@ struct DDPOptions {
   /// gets a bucket of its own) and each bucket is averaged with one all_reduce. PyTorch's
   /// default, bucket_cap_mb = 25.
   std::size_t bucket_bytes = std::size_t(25) << 20;
+  /// \brief Overlaps the gradient exchange with backward, as PyTorch's DDP: after a forward
+  /// through the wrapper with grad mode on, each bucket's all_reduce starts as soon as backward
+  /// has finished every gradient in it, and synchronize_gradients() waits for those in flight.
+  /// false: synchronize_gradients() does the whole exchange after backward. Same bits either way.
+  bool overlap = true;
 };
 
 /// \brief Wraps any nn::Module so that every rank of a group trains the same model.
@@ -26,9 +31,16 @@ struct DDPOptions {
 /// - Construction broadcasts rank 0's parameters to every rank (a collective: every rank
 ///   constructs its wrapper at the same point). Parameters a lazy layer has not shaped yet are
 ///   broadcast right after the first forward call, which every rank makes at the same step.
-/// - backward() runs the module's backward, then averages the gradients over the ranks: the
-///   gradients are copied (on the device) into flat buckets in registration order, each bucket is
-///   averaged with one all_reduce(mean), in the same order on every rank, and copied back.
+/// - Gradients are averaged over the ranks in flat buckets, filled in reverse registration order
+///   (the order backward finishes them): each bucket's gradients are copied into it on the device,
+///   it is averaged with one all_reduce(mean), buckets start in the same order on every rank, and
+///   the results are copied back. With DDPOptions::overlap (the default), a bucket starts during
+///   backward once its gradients are final, while backward computes the next ones; call
+///   synchronize_gradients() (backward() and the Trainer do) before the optimiser step, which
+///   starts what is left and waits for the rest. Every rank's backward must reach the same
+///   parameters (gradients that no backward reaches start in synchronize_gradients()), and one
+///   forward through the wrapper is followed by at most one backward pass (a second one, with
+///   retain_graph, throws kten::Error once it changes a bucket in flight).
 /// - Parameters, names, save() and load() are the module's own, so a checkpoint written through
 ///   the wrapper loads into the bare module and back.
 ///
@@ -41,8 +53,13 @@ class DistributedDataParallel : public nn::Module {
   /// \brief Wraps `module` for training over `group`; broadcasts rank 0's parameters.
   DistributedDataParallel(nn::Module& module, std::shared_ptr<const ProcessGroup> group,
                           DDPOptions options = {});
+  /// \brief Waits for the all_reduces in flight; the parameters' hooks become inert.
+  ~DistributedDataParallel() override;
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
-  /// \brief The module's forward; after the first call, broadcasts the parameters it shaped.
+  /// \brief The module's forward; after the first call, broadcasts the parameters it shaped. With
+  /// overlap and grad mode on, the next backward pass starts the buckets' all_reduces.
   Tensor forward(const Tensor& input) override;
   /// \brief The module's backward, then synchronize_gradients().
   Tensor backward(const Tensor& grad_output) override;
@@ -55,8 +72,10 @@ class DistributedDataParallel : public nn::Module {
   /// \brief Forwards load()'s hook to the module.
   void parameters_loaded() override;
 
-  /// \brief Averages every gradient over the ranks: one all_reduce(mean) per bucket. backward()
-  /// calls it; call it yourself after calling the module's own backward.
+  /// \brief Averages every gradient over the ranks: one all_reduce(mean) per bucket, those that
+  /// backward started already included; returns when every gradient holds the average. backward()
+  /// and the Trainer call it; after loss.backward() or the module's own backward, call it yourself
+  /// before the optimiser step.
   void synchronize_gradients();
   /// \brief Makes every rank's parameters equal to rank 0's (one broadcast per bucket).
   void broadcast_parameters();
@@ -72,18 +91,31 @@ class DistributedDataParallel : public nn::Module {
  private:
   struct Bucket {
     std::vector<nn::Parameter*> parameters;
-    Tensor flat;  // one dtype, on the parameters' device
+    std::vector<std::string> names;  // for messages
+    Tensor flat;                     // one dtype, on the parameters' device
+    std::vector<bool> ready;         // this backward pass has finished the parameter's gradient
+    std::size_t waiting = 0;         // parameters not ready yet
+    std::unique_ptr<Work> work;      // its all_reduce, from start() to finish()
   };
   bool all_shaped();
-  void build_buckets();
+  void refresh_buckets();
   enum class Part { value, grad };
-  void exchange(Part part);
+  void pack(Bucket& b, Part part);
+  void unpack(Bucket& b, Part part);
+  void begin_round();
+  void arm();
+  void gradient_ready(std::size_t bucket, std::size_t index);
+  void start(Bucket& b);
+  void finish_in_flight();
 
   nn::Module& module_;
   std::shared_ptr<const ProcessGroup> group_;
   DDPOptions options_;
   bool broadcast_pending_ = false;  // parameters without a shape at construction
   std::vector<Bucket> buckets_;
+  std::size_t next_to_start_ = 0;   // buckets start in order: those before it have started
+  bool armed_ = false;              // a forward armed the parameters' hooks for one backward pass
+  std::shared_ptr<DistributedDataParallel*> hook_target_;  // the hooks hold it weakly
 };
 
 }  // namespace kten::dist

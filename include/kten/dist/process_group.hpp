@@ -32,6 +32,18 @@ class CollectiveMismatch : public Error {
   using Error::Error;
 };
 
+/// \brief A collective in flight (PyTorch's Work): until it has finished, its tensor must be
+/// neither read nor written. Destroying an unfinished Work waits for it.
+class Work {
+ public:
+  virtual ~Work() = default;
+  /// \brief Lets the collective advance without blocking (MPI moves data only inside its calls);
+  /// true once it has finished and its result is in the tensor.
+  virtual bool test() = 0;
+  /// \brief Returns once the collective has finished and its result is in the tensor.
+  virtual void wait() = 0;
+};
+
 /// \brief A group of ranks and the collectives on tensors they run together.
 ///
 /// Every rank of the group must call the same collectives in the same order, with tensors of the
@@ -49,6 +61,11 @@ class ProcessGroup {
 
   /// \brief In place: every rank's `t` becomes the reduction over all ranks' `t`.
   virtual void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum) const = 0;
+  /// \brief all_reduce that returns once every rank has entered it (argument mismatches are
+  /// thrown here, as by all_reduce), and moves the data while the caller goes on; the result is in
+  /// `t` once the returned Work has finished. Every rank starts its collectives, blocking or not,
+  /// in the same order. The default runs all_reduce and returns a finished Work.
+  virtual std::unique_ptr<Work> all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::sum) const;
   /// \brief In place: every rank's `t` becomes rank `root`'s `t`.
   virtual void broadcast(const Tensor& t, int root = 0) const = 0;
   /// \brief A new tensor on `t`'s device, of shape (size(), t's shape...): row r is rank r's `t`.
