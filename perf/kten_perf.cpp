@@ -10,6 +10,7 @@
 #include <unistd.h>
 #endif
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -35,6 +36,7 @@
 #include "nn/kernels.hpp"   // sgd_update
 
 #include "baselines/host_baseline.hpp"
+#include "baselines/libtorch.hpp"
 #include "baselines/vendor_baseline.hpp"
 #include "perf_config.hpp"
 #include "git_hash.hpp"  // generated at build time
@@ -366,6 +368,154 @@ void register_training_step() {
   });
 }
 
+/// \brief One line of the ratio table and of summary.json.
+struct Row {
+  std::string key, what, target;
+  double value;  // 0: not measured
+  bool against_limit = false;  // a ratio to the machine's memory limit: above kLimitSlack the baseline is wrong
+};
+
+// --- kten against libtorch: the same workloads (baselines/libtorch.hpp), same threads, same run -------
+#ifdef KTEN_PERF_LIBTORCH
+
+/// \brief One *_vs_libtorch row: kten's closure and libtorch's, each made inside its benchmark.
+struct LibtorchWorkload {
+  std::string row, what, target;
+  std::function<std::function<void()>()> kten, libtorch;
+};
+
+kten::nn::Sequential kten_mlp(const kten::perf::MlpShape& s) {
+  kten::nn::Sequential m;
+  m.add(kten::nn::Linear(s.in, s.hidden, {true, kten::float32, 1}));
+  m.add(kten::nn::ReLU());
+  m.add(kten::nn::Linear(s.hidden, s.hidden, {true, kten::float32, 2}));
+  m.add(kten::nn::ReLU());
+  m.add(kten::nn::Linear(s.hidden, s.out, {true, kten::float32, 3}));
+  m.to(config.device);
+  return m;
+}
+
+// Forward and backward of `f` to a fresh gradient of x each call, as libtorch's side does.
+template <class F>
+std::function<void()> kten_forward_backward(std::int64_t rows, std::int64_t cols, F f) {
+  const Device d = config.device;
+  auto x = kten::rand({rows, cols}, d, 1), g = kten::rand({rows, cols}, d, 2);
+  x.requires_grad_();
+  return [=]() mutable {
+    x.set_grad(Tensor());
+    f(x).backward(g);
+  };
+}
+
+std::vector<LibtorchWorkload> libtorch_workloads() {
+  namespace lt = kten::perf::libtorch;
+  using kten::perf::MlpShape;
+  using kten::perf::Optimizer;
+  std::vector<LibtorchWorkload> w;
+  const auto shapes = kten::perf::mlp_shapes(config.quick);
+  for (const MlpShape& s : shapes)
+    for (Optimizer o : {Optimizer::sgd, Optimizer::adam}) {
+      const std::string opt = o == Optimizer::sgd ? "sgd" : "adam";
+      w.push_back({"mlp_" + opt + "_step_" + s.name + "_vs_libtorch",
+                   "MLP " + std::to_string(s.in) + "-" + std::to_string(s.hidden) + "-" + std::to_string(s.hidden) + "-" +
+                       std::to_string(s.out) + ", batch " + std::to_string(s.batch) + ", " + opt + " training step",
+                   s.name == "tiny" ? ">= 1.5" : ">= 1.0",
+                   [=] {
+                     auto model = std::make_shared<kten::nn::Sequential>(kten_mlp(s));
+                     std::shared_ptr<kten::optim::Optimizer> optimizer;
+                     if (o == Optimizer::sgd) optimizer = std::make_shared<kten::optim::SGD>(0.01);
+                     else optimizer = std::make_shared<kten::optim::Adam>(1e-3);
+                     auto X = kten::rand({s.batch, s.in}, config.device, 4), Y = kten::rand({s.batch, s.out}, config.device, 5);
+                     return std::function<void()>([=] {
+                       optimizer->zero_grad(*model);
+                       kten::nn::MSELoss()((*model)(X), Y).backward();
+                       optimizer->step(*model);
+                     });
+                   },
+                   [=] { return lt::mlp_step(s, o); }});
+    }
+  const MlpShape& medium = shapes[1];
+  for (std::int64_t batch : {std::int64_t(1), std::int64_t(4096)})
+    w.push_back({"inference_batch" + std::to_string(batch) + "_vs_libtorch",
+                 "medium MLP forward, batch " + std::to_string(batch) + ", NoGradGuard / torch::InferenceMode",
+                 batch == 1 ? ">= 1.5" : ">= 1.0",
+                 [=] {
+                   auto model = std::make_shared<kten::nn::Sequential>(kten_mlp(medium));
+                   auto X = kten::rand({batch, medium.in}, config.device, 4);
+                   return std::function<void()>([=] {
+                     kten::NoGradGuard no_grad;
+                     (*model)(X);
+                   });
+                 },
+                 [=] { return lt::mlp_inference(medium, batch); }});
+  w.push_back({"op1024_latency_vs_libtorch", "a 1024-element add, nothing requiring grad", ">= 1.5",
+               [] {
+                 auto x = kten::rand({1024}, config.device, 1), y = kten::rand({1024}, config.device, 2);
+                 return std::function<void()>([=] { x + y; });
+               },
+               [] { return lt::add(1024); }});
+  const std::int64_t rows = kten::perf::activation_rows(config.quick), cols = kten::perf::activation_cols(config.quick);
+  const std::string size = std::to_string(rows) + " x " + std::to_string(cols);
+  w.push_back({"softmax_vs_libtorch", "softmax over rows of " + size + ", forward + backward", ">= 1.0",
+               [=] { return kten_forward_backward(rows, cols, [](const Tensor& x) { return kten::softmax(x, 1); }); },
+               [=] { return lt::softmax_forward_backward(rows, cols); }});
+  w.push_back({"layernorm_vs_libtorch", "LayerNorm over rows of " + size + ", forward + backward", ">= 1.0",
+               [=] {
+                 auto norm = std::make_shared<kten::nn::LayerNorm>(cols);
+                 norm->to(config.device);
+                 return kten_forward_backward(rows, cols, [norm](const Tensor& x) { return (*norm)(x); });
+               },
+               [=] { return lt::layer_norm_forward_backward(rows, cols); }});
+  w.push_back({"gelu_vs_libtorch", "exact GELU of " + size + ", forward + backward", ">= 1.0",
+               [=] { return kten_forward_backward(rows, cols, [](const Tensor& x) { return kten::gelu(x); }); },
+               [=] { return lt::gelu_forward_backward(rows, cols); }});
+  return w;
+}
+
+/// \brief libtorch's GEMMs run in OpenBLAS, whose thread pool and libtorch's OpenMP pool compete
+/// for the cores: libtorch runs with OpenBLAS on every thread and on one, and keeps its best.
+std::vector<int> libtorch_openblas_threads() {
+  const int all = kten::host_threads();
+  return all > 1 ? std::vector<int>{all, 1} : std::vector<int>{1};
+}
+
+void register_libtorch() {
+  if (!config.device.is_cpu()) return;  // Debian's libtorch is a CPU build
+  kten::perf::libtorch::set_threads(kten::host_threads());
+  for (const auto& w : libtorch_workloads()) {
+    benchmark::RegisterBenchmark(("vs_libtorch/" + w.row + "/kten").c_str(), [w](benchmark::State& state) {
+      timed(state, config.device, 1, w.kten());
+    });
+    for (int blas_threads : libtorch_openblas_threads())
+      benchmark::RegisterBenchmark(("vs_libtorch/" + w.row + "/libtorch_openblas_threads_" + std::to_string(blas_threads)).c_str(),
+                                   [w, blas_threads](benchmark::State& state) {
+                                     give_openblas_every_core(blas_threads);
+                                     timed(state, kten::cpu(), 1, w.libtorch());
+                                     give_openblas_every_core(kten::host_threads());
+                                   });
+  }
+}
+
+/// \brief The *_vs_libtorch rows: libtorch's time in its best OpenBLAS configuration / kten's time.
+void add_libtorch_rows(std::vector<Row>& rows) {
+  if (!config.device.is_cpu()) return;
+  for (const auto& w : libtorch_workloads()) {
+    const std::string name = "vs_libtorch/" + w.row + "/";
+    double best = 0;
+    int best_threads = 0;
+    for (int blas_threads : libtorch_openblas_threads()) {
+      const std::string config_name = name + "libtorch_openblas_threads_" + std::to_string(blas_threads);
+      if (results.count(config_name) && (best == 0 || results[config_name].seconds < best))
+        std::tie(best, best_threads) = std::make_pair(results[config_name].seconds, blas_threads);
+    }
+    const double kten_s = results.count(name + "kten") ? results[name + "kten"].seconds : 0;
+    const std::string blas = best > 0 ? " (OpenBLAS threads " + std::to_string(best_threads) + ")" : "";
+    rows.push_back({w.row, w.what + ": libtorch time" + blas + " / kten time", w.target,
+                    best > 0 && kten_s > 0 ? best / kten_s : 0});
+  }
+}
+#endif
+
 // --- Linear forward (GEMM + bias) vs the GEMM alone -------------------------------------------------
 
 void register_linear() {
@@ -579,6 +729,10 @@ std::string machine_json() {
      << "\",\"openblas_config\":\"" << openblas_get_config() << "\",\"openblas_coretype\":\""
      << env_or_unset("OPENBLAS_CORETYPE") << "\",\"openblas_l2_size\":\"" << env_or_unset("OPENBLAS_L2_SIZE")
      << "\",\"eigen\":\"" << kten::perf::eigen_version()
+#ifdef KTEN_PERF_LIBTORCH
+     << "\",\"libtorch\":\"" << kten::perf::libtorch::version() << "\",\"libtorch_blas\":\""
+     << kten::perf::libtorch::blas()
+#endif
      << "\",\"gpus\":[";
   bool first = true;
   for (const auto& g : kten::gpu_properties()) {
@@ -595,12 +749,6 @@ std::string machine_json() {
      << (config.quick ? "true" : "false") << "}";
   return os.str();
 }
-
-struct Row {
-  std::string key, what, target;
-  double value;  // 0: not measured
-  bool against_limit = false;  // a ratio to the machine's memory limit: above kLimitSlack the baseline is wrong
-};
 
 /// \brief How far above 1 a ratio to a memory limit may lie by noise; beyond it the baseline did not
 /// reach the machine's limit, and the ratio is reported as that, not as a result.
@@ -676,6 +824,19 @@ void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>
        << " float32'\nset ylabel 'GB/s (useful bytes)'\nset xlabel ''\nset style fill solid 0.6\nset boxwidth 0.6\n"
        << "set yrange [0:*]\nplot '" << (out / "bandwidth.dat").string() << "' using 1:3:xtic(2) with boxes notitle\n";
   }
+  const auto vs_libtorch = [](const Row& r) { return r.key.find("_vs_libtorch") != std::string::npos && r.value > 0; };
+  if (std::any_of(rows.begin(), rows.end(), vs_libtorch)) {  // beside the GEMM plot: kten against libtorch
+    std::ofstream dat(out / "libtorch.dat");
+    int i = 0;
+    for (const auto& r : rows)
+      if (vs_libtorch(r)) dat << i++ << " \"" << r.key.substr(0, r.key.find("_vs_libtorch")) << "\" " << r.value << '\n';
+    std::ofstream gp(out / "plots.gp", std::ios::app);
+    gp << "set output '" << (out / "libtorch.png").string() << "'\nset title 'libtorch time / kten time on "
+       << config.device << " (" << kten::cpu_model() << ", " << kten::host_threads()
+       << " threads; above 1: kten is faster)'\nset ylabel 'ratio'\nset xtics rotate by -40\n"
+       << "set logscale y 2\nset yrange [*:*]\nplot '" << (out / "libtorch.dat").string()
+       << "' using 1:3:xtic(2) with boxes notitle, 1 with lines lw 2 notitle\n";
+  }
   const std::string cmd = std::string(KTEN_GNUPLOT) + " '" + (out / "plots.gp").string() + "'";
   if (std::system(cmd.c_str()) != 0) std::cout << "gnuplot failed: " << cmd << '\n';
 }
@@ -715,6 +876,9 @@ int main(int argc, char* argv[]) {
   register_latency();
   register_training_step();
   register_gpu_rows();
+#ifdef KTEN_PERF_LIBTORCH
+  register_libtorch();
+#endif
 
   Recorder recorder;
   recorder.SetOutputStream(&std::cout);
@@ -786,6 +950,9 @@ int main(int argc, char* argv[]) {
     rows.push_back({"h2d_pageable_vs_cudamemcpy", "to(gpu) of an ordinary host tensor vs cudaMemcpy pinned",
                      "(informative)", ratio(rate("h2d/kten_pageable"), rate("h2d/cudaMemcpy_pinned"))});
   }
+#ifdef KTEN_PERF_LIBTORCH
+  add_libtorch_rows(rows);
+#endif
   write_outputs(rows, sizes, exercises.str());
 
   std::cout << "\nhost: " << kten::cpu_model() << ", " << kten::host_threads() << " threads, " << kten::cpu_vector_isa()
@@ -808,7 +975,11 @@ int main(int argc, char* argv[]) {
                 << " (noise, another load, a cold run): not a result. Run again on a quiet machine.\n";
   if (!openblas_warning().empty()) std::cout << '\n' << openblas_warning();
   std::cout << "\nmachine: " << machine_json() << "\nwritten to " << config.out
-            << ": perf.json summary.json results.csv gemm.png bandwidth.png\n";
+            << ": perf.json summary.json results.csv gemm.png bandwidth.png"
+#ifdef KTEN_PERF_LIBTORCH
+            << " libtorch.png"
+#endif
+            << "\n";
   benchmark::Shutdown();
   return 0;
 }

@@ -84,10 +84,9 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, std::shared
   else broadcast_pending_ = true;
 }
 
-DistributedDataParallel::~DistributedDataParallel() {
-  finish_in_flight();
-  hook_target_.reset();  // hooks left on the parameters find no wrapper and do nothing
-}
+// Hooks left on the parameters find no wrapper and do nothing; all_reduces in flight are waited for
+// by their Works' destructors, without touching the module (which may be gone already).
+DistributedDataParallel::~DistributedDataParallel() { hook_target_.reset(); }
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
   Tensor out = module_(input);
@@ -130,12 +129,8 @@ void DistributedDataParallel::synchronize_gradients() {
     begin_round();
   }
   armed_ = false;
-  while (next_to_start_ < buckets_.size()) start(buckets_[next_to_start_++]);
-  for (Bucket& b : buckets_) {
-    b.work->wait();
-    b.work.reset();
-    unpack(b, Part::grad);
-  }
+  start_ready(/*all=*/true);
+  finish_in_flight();
 }
 
 void DistributedDataParallel::broadcast_parameters() {
@@ -223,11 +218,16 @@ void DistributedDataParallel::unpack(Bucket& b, Part part) {
   }
 }
 
+// A parameter that requires no grad (frozen) gets no hook: it is ready from the start.
 void DistributedDataParallel::begin_round() {
   next_to_start_ = 0;
   for (Bucket& b : buckets_) {
     b.ready.assign(b.parameters.size(), false);
-    b.waiting = b.parameters.size();
+    b.waiting = 0;
+    for (std::size_t i = 0; i < b.parameters.size(); ++i) {
+      b.ready[i] = !b.parameters[i]->value.requires_grad();
+      if (!b.ready[i]) ++b.waiting;
+    }
   }
 }
 
@@ -240,7 +240,7 @@ void DistributedDataParallel::arm() {
   for (std::size_t bucket = 0; bucket < buckets_.size(); ++bucket)
     for (std::size_t index = 0; index < buckets_[bucket].parameters.size(); ++index) {
       const Tensor& value = buckets_[bucket].parameters[index]->value;
-      if (!value.requires_grad()) continue;
+      if (buckets_[bucket].ready[index]) continue;  // frozen
       kten::detail::set_grad_ready_hook(value, [target, bucket, index] {
         if (const auto ddp = target.lock()) (*ddp)->gradient_ready(bucket, index);
       });
@@ -262,14 +262,24 @@ void DistributedDataParallel::gradient_ready(std::size_t bucket, std::size_t ind
     b.ready[index] = true;
     --b.waiting;
   }
-  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_].waiting == 0) start(buckets_[next_to_start_++]);
+  try {
+    start_ready(/*all=*/false);
+  } catch (...) {
+    armed_ = false;  // synchronize_gradients() then redoes the whole exchange
+    throw;
+  }
   for (Bucket& in_flight : buckets_)
     if (in_flight.work) in_flight.work->test();
 }
 
-void DistributedDataParallel::start(Bucket& b) {
-  pack(b, Part::grad);
-  b.work = group_->all_reduce_async(b.flat, ReduceOp::mean);
+// Starts the next buckets in order: those whose gradients are all final, or all of them.
+void DistributedDataParallel::start_ready(bool all) {
+  while (next_to_start_ < buckets_.size() && (all || buckets_[next_to_start_].waiting == 0)) {
+    Bucket& b = buckets_[next_to_start_];
+    pack(b, Part::grad);
+    b.work = group_->all_reduce_async(b.flat, ReduceOp::mean);
+    ++next_to_start_;
+  }
 }
 
 // Completes the buckets a backward pass started: their averages go to the gradients, to which a

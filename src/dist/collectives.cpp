@@ -32,7 +32,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Collective : std::int64_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
+// all_reduce_async is a collective of its own: MPI matches no blocking call with a nonblocking one.
+enum class Collective : std::int64_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier, all_reduce_async };
 
 const char* collective_name(std::int64_t collective) {
   switch (static_cast<Collective>(collective)) {
@@ -41,6 +42,7 @@ const char* collective_name(std::int64_t collective) {
     case Collective::all_gather: return "all_gather";
     case Collective::reduce_scatter: return "reduce_scatter";
     case Collective::barrier: return "barrier";
+    case Collective::all_reduce_async: return "all_reduce_async";
   }
   return "unknown collective";
 }
@@ -369,7 +371,9 @@ char* mpi_buffer(const Tensor& t, char* staging, bool fill) {
   return staging;
 }
 
-// After MPI wrote `buffer`: copy it into `t` when it was staged.
+// After MPI wrote `buffer`: copy it into `t` when it was staged. The copy may still read the buffer
+// after this returns; its next writer is a later collective's device-to-host copy, queued after it on
+// the same GPU (a process drives one), or MPI after that collective's fence, so no one waits here.
 void copy_from_staging(char* buffer, const Tensor& t) {
   if (buffer != kten::detail::data_ptr<char>(t)) kten::detail::copy_bytes(host_bytes(buffer, t.nbytes()), bytes_of(t), t.nbytes());
 }
@@ -498,7 +502,7 @@ void Communicator::all_reduce(const Tensor& t, ReduceOp op) const {
 }
 
 std::unique_ptr<Work> Communicator::all_reduce_async(const Tensor& t, ReduceOp op) const {
-  auto f = detail::fingerprint(Collective::all_reduce, &t, {});
+  auto f = detail::fingerprint(Collective::all_reduce_async, &t, {});
   f.reduce = static_cast<std::int64_t>(op);
   detail::agree(*state_, f);
   std::unique_ptr<Work> work;

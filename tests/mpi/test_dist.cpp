@@ -173,7 +173,18 @@ TEST_CASE("all_reduce_async: several in flight, each finished by test() or wait(
 
   SECTION("a mismatch is thrown when it starts, on every rank") {
     const Tensor t = zeros({w->rank() == 0 ? 2 : 3}, d);
-    CHECK_THAT(mismatch_message([&] { w->all_reduce_async(t); }), ContainsSubstring("rank 0: all_reduce(sum) float32 2"));
+    CHECK_THAT(mismatch_message([&] { w->all_reduce_async(t); }),
+               ContainsSubstring("rank 0: all_reduce_async(sum) float32 2"));
+    require_usable(*w);
+  }
+  SECTION("all_reduce on one rank and all_reduce_async on the others is a mismatch, not a hang") {
+    const Tensor t = zeros({2}, d);
+    const std::string m = mismatch_message([&] {
+      if (w->rank() == 0) w->all_reduce(t);
+      else w->all_reduce_async(t);
+    });
+    CHECK_THAT(m, ContainsSubstring("rank 0: all_reduce(sum) float32 2"));
+    CHECK_THAT(m, ContainsSubstring(": all_reduce_async(sum) float32 2"));
     require_usable(*w);
   }
   SECTION("a Work destroyed unfinished is waited for") {
@@ -430,20 +441,28 @@ TEST_CASE("DistributedDataParallel averages gradients with one all_reduce per bu
 TEST_CASE("overlapped DistributedDataParallel trains to the same bits as the exchange after backward", "[dist][ddp]") {
   const auto w = world();
   const Device d = test::device();
-  // Three steps of a 3-16-16-1 MLP, every rank with batches of its own; the parameters' bits after.
-  auto train = [&](dist::DDPOptions options) {
+  // Three steps with momentum, every rank with batches of its own; the parameters' bits after.
+  // `tied` runs one 3-3 layer twice in each forward, so each of its parameters gets two gradients
+  // in one backward pass: a bucket started after the first would average half a gradient.
+  auto train = [&](dist::DDPOptions options, bool tied) {
     nn::Sequential m;
-    m.add(nn::Linear(3, 16, {true, float32, 7}));
-    m.add(nn::Tanh());
-    m.add(nn::Linear(16, 16, {true, float32, 8}));
-    m.add(nn::ReLU());
-    m.add(nn::Linear(16, 1, {true, float32, 9}));
+    if (tied) {
+      m.add(nn::Linear(3, 3, {true, float32, 7}));
+      m.add(nn::Tanh());
+    } else {
+      m.add(nn::Linear(3, 16, {true, float32, 7}));
+      m.add(nn::Tanh());
+      m.add(nn::Linear(16, 16, {true, float32, 8}));
+      m.add(nn::ReLU());
+      m.add(nn::Linear(16, 3, {true, float32, 9}));
+    }
     m.to(d);
     dist::DistributedDataParallel ddp(m, w, options);
     optim::SGD sgd(0.05, optim::SGDOptions{0.9});
     for (std::uint64_t step = 0; step < 3; ++step) {
       const std::uint64_t seed = 100 + 10 * static_cast<std::uint64_t>(w->rank()) + step;
-      const Tensor loss = nn::MSELoss()(ddp(randn({8, 3}, d, seed)), randn({8, 1}, d, seed + 1000));
+      const Tensor x = randn({8, 3}, d, seed);
+      const Tensor loss = nn::MSELoss()(tied ? ddp(ddp(x)) : ddp(x), randn({8, 3}, d, seed + 1000));
       sgd.zero_grad(m);
       loss.backward();
       ddp.synchronize_gradients();
@@ -453,17 +472,18 @@ TEST_CASE("overlapped DistributedDataParallel trains to the same bits as the exc
     for (const Tensor& p : m.parameters()) values.push_back(p.to_vector<float>());
     return values;
   };
-  for (std::size_t bucket_bytes : {std::size_t(1), std::size_t(1100), std::size_t(25) << 20}) {
-    CAPTURE(bucket_bytes);
-    const auto after = train({bucket_bytes, /*overlap=*/false});
-    CHECK(train({bucket_bytes, /*overlap=*/true}) == after);
-    // The ranks hold one model: rank 0's bits everywhere.
-    const Tensor first = tensor(after.front(), {static_cast<std::int64_t>(after.front().size())}, d);
-    const Tensor lowest = first.copyto(d);
-    w->all_reduce(first, dist::ReduceOp::max);
-    w->all_reduce(lowest, dist::ReduceOp::min);
-    CHECK(first.to_vector<float>() == lowest.to_vector<float>());
-  }
+  for (bool tied : {false, true})
+    for (std::size_t bucket_bytes : {std::size_t(1), std::size_t(1100), std::size_t(25) << 20}) {
+      CAPTURE(tied, bucket_bytes);
+      const auto after = train({bucket_bytes, /*overlap=*/false}, tied);
+      CHECK(train({bucket_bytes, /*overlap=*/true}, tied) == after);
+      // The ranks hold one model: rank 0's bits everywhere.
+      const Tensor first = tensor(after.front(), {static_cast<std::int64_t>(after.front().size())}, d);
+      const Tensor lowest = first.copyto(d);
+      w->all_reduce(first, dist::ReduceOp::max);
+      w->all_reduce(lowest, dist::ReduceOp::min);
+      CHECK(first.to_vector<float>() == lowest.to_vector<float>());
+    }
 }
 
 TEST_CASE("gradients accumulated over two forward/backward pairs average as without overlap", "[dist][ddp]") {

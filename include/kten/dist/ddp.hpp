@@ -20,9 +20,10 @@ struct DDPOptions {
   /// default, bucket_cap_mb = 25.
   std::size_t bucket_bytes = std::size_t(25) << 20;
   /// \brief Overlaps the gradient exchange with backward, as PyTorch's DDP: after a forward
-  /// through the wrapper with grad mode on, each bucket's all_reduce starts as soon as backward
-  /// has finished every gradient in it, and synchronize_gradients() waits for those in flight.
-  /// false: synchronize_gradients() does the whole exchange after backward. Same bits either way.
+  /// through the wrapper with grad mode on, each bucket's all_reduce starts once backward has
+  /// finished every gradient in it and the buckets before it have started, and
+  /// synchronize_gradients() waits for those in flight. false: synchronize_gradients() does the
+  /// whole exchange after backward. With one backward per synchronize_gradients(), the same bits.
   bool overlap = true;
 };
 
@@ -38,9 +39,13 @@ struct DDPOptions {
 ///   backward once its gradients are final, while backward computes the next ones; call
 ///   synchronize_gradients() (backward() and the Trainer do) before the optimiser step, which
 ///   starts what is left and waits for the rest. Every rank's backward must reach the same
-///   parameters (gradients that no backward reaches start in synchronize_gradients()), and one
-///   forward through the wrapper is followed by at most one backward pass (a second one, with
-///   retain_graph, throws kten::Error once it changes a bucket in flight).
+///   parameters (a bucket with a gradient no backward reaches starts in synchronize_gradients(),
+///   and so do the buckets after it), and one forward through the wrapper is followed by at most
+///   one backward pass (a second one, with retain_graph, throws kten::Error when it reaches a
+///   bucket already started; that gradient is then wrong). With gradient accumulation (several
+///   forward/backward pairs, then synchronize_gradients()), each backward exchanges its
+///   gradients: the sum is right, but costs one exchange per backward and may differ from the
+///   exchange of the sum in the last bits.
 /// - Parameters, names, save() and load() are the module's own, so a checkpoint written through
 ///   the wrapper loads into the bare module and back.
 ///
@@ -53,7 +58,8 @@ class DistributedDataParallel : public nn::Module {
   /// \brief Wraps `module` for training over `group`; broadcasts rank 0's parameters.
   DistributedDataParallel(nn::Module& module, std::shared_ptr<const ProcessGroup> group,
                           DDPOptions options = {});
-  /// \brief Waits for the all_reduces in flight; the parameters' hooks become inert.
+  /// \brief Waits for the all_reduces in flight (their results are dropped: the module's gradients
+  /// are left as they are); the parameters' hooks become inert.
   ~DistributedDataParallel() override;
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
@@ -105,7 +111,7 @@ class DistributedDataParallel : public nn::Module {
   void begin_round();
   void arm();
   void gradient_ready(std::size_t bucket, std::size_t index);
-  void start(Bucket& b);
+  void start_ready(bool all);
   void finish_in_flight();
 
   nn::Module& module_;

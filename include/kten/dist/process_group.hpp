@@ -63,8 +63,10 @@ class ProcessGroup {
   virtual void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum) const = 0;
   /// \brief all_reduce that returns once every rank has entered it (argument mismatches are
   /// thrown here, as by all_reduce), and moves the data while the caller goes on; the result is in
-  /// `t` once the returned Work has finished. Every rank starts its collectives, blocking or not,
-  /// in the same order. The default runs all_reduce and returns a finished Work.
+  /// `t` once the returned Work has finished. Every rank starts its collectives in the same order,
+  /// and all_reduce and all_reduce_async are different collectives (MPI matches no blocking call
+  /// with a nonblocking one): where ranks mix them, the Communicator throws CollectiveMismatch. The
+  /// default runs all_reduce and returns a finished Work.
   virtual std::unique_ptr<Work> all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::sum) const;
   /// \brief In place: every rank's `t` becomes rank `root`'s `t`.
   virtual void broadcast(const Tensor& t, int root = 0) const = 0;
