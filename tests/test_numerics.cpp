@@ -354,8 +354,11 @@ TEMPLATE_TEST_CASE("elementwise results are the same bits on cpu() and on a GPU,
       CAPTURE(name);
       // A real GPU's compiler fuses exp's polynomial its own way and its math library computes log
       // and tanh: the README promises the last bit only for the correctly rounded operations there.
+      // Two libraries each within their documented error of the exact value (CUDA's tanhf and
+      // glibc's within 2 ulps each) may differ by the sum of both bounds.
       const bool library_math = name == "exp" || name == "log" || name == "sigmoid" || name == "tanh";
-      if (library_math && !gpus_are_emulated()) require_within_ulps(here[op].second, there[op].second, 2, name.c_str());
+      const int ulps = name == "tanh" ? 4 : 2;
+      if (library_math && !gpus_are_emulated()) require_within_ulps(here[op].second, there[op].second, ulps, name.c_str());
       else require_same_values(here[op].second, there[op].second, name.c_str());
     }
     // Moving data never touches the bits, NaN payloads and signs included.
