@@ -92,24 +92,6 @@ struct Ranks {
   std::function<void()> barrier = [] {};
 };
 
-// The simulation's own execution-space instance: on a GPU a stream it made (kten's default
-// instance uses another), on the host the host space.
-struct SimulationInstance {
-#if defined(KOKKOS_ENABLE_CUDA)
-  cudaStream_t stream{};
-  SimulationInstance() { cudaStreamCreate(&stream); }
-  ~SimulationInstance() { cudaStreamDestroy(stream); }
-  Exec space() const { return Exec(stream); }
-#elif defined(KOKKOS_ENABLE_HIP)
-  hipStream_t stream{};
-  SimulationInstance() { (void)hipStreamCreate(&stream); }
-  ~SimulationInstance() { (void)hipStreamDestroy(stream); }
-  Exec space() const { return Exec(stream); }
-#else
-  Exec space() const { return Exec(); }
-#endif
-};
-
 kten::nn::Sequential make_surrogate() {
   kten::nn::Sequential net;
   net.add(kten::nn::Linear(5, 32, {true, kten::float64, 1}));
@@ -121,8 +103,11 @@ kten::nn::Sequential make_surrogate() {
 int run(const Ranks& ranks, const std::string& checkpoint) {
   const bool root = ranks.rank == 0;
   const kten::Device d = kten::num_gpus() > 0 ? kten::gpu(0) : kten::cpu();
-  const SimulationInstance simulation;
-  const Exec space = simulation.space();
+  // The simulation's own queue: on a GPU a new stream (kten's default instance uses another), on
+  // the host the host space. An application with a stream of its own wraps it instead:
+  // Kokkos::Cuda(its_stream).
+  const auto simulation = kten::new_stream_instance();
+  const Exec space = *simulation;
   const kten::StreamGuard on_simulation_instance(space);  // kten enqueues on it from here on
 
   Field a("u", n, n), b("u next", n, n);

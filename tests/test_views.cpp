@@ -429,24 +429,6 @@ struct AddOne {
   KOKKOS_INLINE_FUNCTION void operator()(int i) const { field(i) += 1; }
 };
 
-// An execution-space instance of the application's: a stream it made in a GPU build, the host
-// space's instance in a host build.
-struct ApplicationInstance {
-#if defined(KOKKOS_ENABLE_CUDA)
-  cudaStream_t stream{};
-  ApplicationInstance() { REQUIRE(cudaStreamCreate(&stream) == cudaSuccess); }
-  ~ApplicationInstance() { cudaStreamDestroy(stream); }
-  Kokkos::DefaultExecutionSpace space() const { return Kokkos::DefaultExecutionSpace(stream); }
-#elif defined(KOKKOS_ENABLE_HIP)
-  hipStream_t stream{};
-  ApplicationInstance() { REQUIRE(hipStreamCreate(&stream) == hipSuccess); }
-  ~ApplicationInstance() { (void)hipStreamDestroy(stream); }
-  Kokkos::DefaultExecutionSpace space() const { return Kokkos::DefaultExecutionSpace(stream); }
-#else
-  Kokkos::DefaultExecutionSpace space() const { return {}; }
-#endif
-};
-
 }  // namespace
 
 TEST_CASE("a StreamGuard makes kten enqueue on the application's instance, in order with its kernels", "[interop][stream]") {
@@ -455,12 +437,14 @@ TEST_CASE("a StreamGuard makes kten enqueue on the application's instance, in or
   const bool fits = d.is_cpu() ? std::is_same_v<DefaultMemory, Kokkos::HostSpace>
                                : !std::is_same_v<DefaultMemory, Kokkos::HostSpace> || gpus_are_emulated();
   if (!fits) SKIP("the default execution space does not serve this device");
-  const ApplicationInstance application;
+  // The application's own queue: a new stream in a GPU build, the host instance in a host build.
+  const auto application = new_stream_instance();
+  REQUIRE(application != nullptr);
   const int n = 1000;
   Kokkos::View<double*, DefaultMemory> field("field", n);
   CHECK(detail::guarded_instance() == nullptr);
   {
-    const Exec space = application.space();
+    const Exec space = *application;
     const StreamGuard guard(space);
     CHECK(detail::guarded_instance() != nullptr);
     // The application's kernel, kten's, the application's again, then kten's: one instance, and

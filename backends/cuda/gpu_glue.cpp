@@ -1,10 +1,14 @@
-// CUDA glue: the runtime's view of the devices, and pinned host memory.
+// CUDA glue: the runtime's view of the devices, pinned host memory, and streams for applications.
 #include "backend_glue.hpp"
 #include "pinned_view.hpp"
 
 #include <cuda_runtime.h>
 
 #include <Kokkos_Core.hpp>
+
+#include <kten/kokkos.hpp>
+
+#include "fail.hpp"
 
 namespace kten::detail {
 
@@ -46,3 +50,22 @@ std::vector<GpuProperties> gpu_device_properties() {
 }
 
 }  // namespace kten::detail
+
+namespace kten {
+
+std::shared_ptr<const Kokkos::DefaultExecutionSpace> new_stream_instance() {
+  cudaStream_t stream = nullptr;
+  const cudaError_t status = cudaStreamCreate(&stream);
+  if (status != cudaSuccess)
+    throw Error(detail::error_message("new_stream_instance", "cudaStreamCreate failed: ", cudaGetErrorName(status), ": ",
+                                      cudaGetErrorString(status)));
+  // The instance goes first (its fence waits for the stream's work), then the stream.
+  return std::shared_ptr<const Kokkos::DefaultExecutionSpace>(new Kokkos::DefaultExecutionSpace(stream),
+                                                              [stream](const Kokkos::DefaultExecutionSpace* instance) {
+                                                                instance->fence();
+                                                                delete instance;
+                                                                (void)cudaStreamDestroy(stream);
+                                                              });
+}
+
+}  // namespace kten

@@ -1,10 +1,14 @@
-// HIP glue (AMD GPUs through ROCm): the runtime's view of the devices, and pinned host memory.
+// HIP glue (AMD GPUs through ROCm): the runtime's view of the devices, pinned host memory, and streams for applications.
 #include "backend_glue.hpp"
 #include "pinned_view.hpp"
 
 #include <hip/hip_runtime.h>
 
 #include <Kokkos_Core.hpp>
+
+#include <kten/kokkos.hpp>
+
+#include "fail.hpp"
 
 namespace kten::detail {
 namespace {
@@ -65,3 +69,22 @@ std::vector<GpuProperties> gpu_device_properties() {
 }
 
 }  // namespace kten::detail
+
+namespace kten {
+
+std::shared_ptr<const Kokkos::DefaultExecutionSpace> new_stream_instance() {
+  hipStream_t stream = nullptr;
+  const hipError_t status = hipStreamCreate(&stream);
+  if (status != hipSuccess)
+    throw Error(detail::error_message("new_stream_instance", "hipStreamCreate failed: ", hipGetErrorName(status), ": ",
+                                      hipGetErrorString(status)));
+  // The instance goes first (its fence waits for the stream's work), then the stream.
+  return std::shared_ptr<const Kokkos::DefaultExecutionSpace>(new Kokkos::DefaultExecutionSpace(stream),
+                                                              [stream](const Kokkos::DefaultExecutionSpace* instance) {
+                                                                instance->fence();
+                                                                delete instance;
+                                                                (void)hipStreamDestroy(stream);
+                                                              });
+}
+
+}  // namespace kten

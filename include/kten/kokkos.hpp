@@ -150,4 +150,12 @@ class StreamGuard {
   std::size_t depth_;  // how many guards this thread had before this one
 };
 
+/// \brief An instance of Kokkos' default execution space on a stream (queue) of its own, for an
+/// application that wants its kernels and kten's ordered on a queue of its own (StreamGuard)
+/// without writing vendor code: in a CUDA or HIP build a new cudaStream_t / hipStream_t, which the
+/// last copy of the returned pointer fences and destroys after the instance (copies of the
+/// instance itself must not outlive the pointer); in a host build the default host instance.
+/// Throws kten::Error when the GPU runtime cannot make a stream.
+std::shared_ptr<const Kokkos::DefaultExecutionSpace> new_stream_instance();
+
 }  // namespace kten
