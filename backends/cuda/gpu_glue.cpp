@@ -1,6 +1,7 @@
 // CUDA glue: the runtime's view of the devices, pinned host memory, and streams for applications.
 #include "backend_glue.hpp"
 #include "pinned_view.hpp"
+#include "stream_instance.hpp"
 
 #include <cuda_runtime.h>
 
@@ -55,17 +56,11 @@ namespace kten {
 
 std::shared_ptr<const Kokkos::DefaultExecutionSpace> new_stream_instance() {
   cudaStream_t stream = nullptr;
-  const cudaError_t status = cudaStreamCreate(&stream);
+  const auto status = cudaStreamCreate(&stream);
   if (status != cudaSuccess)
     throw Error(detail::error_message("new_stream_instance", "cudaStreamCreate failed: ", cudaGetErrorName(status), ": ",
                                       cudaGetErrorString(status)));
-  // The instance goes first (its fence waits for the stream's work), then the stream.
-  return std::shared_ptr<const Kokkos::DefaultExecutionSpace>(new Kokkos::DefaultExecutionSpace(stream),
-                                                              [stream](const Kokkos::DefaultExecutionSpace* instance) {
-                                                                instance->fence();
-                                                                delete instance;
-                                                                (void)cudaStreamDestroy(stream);
-                                                              });
+  return detail::instance_owning(stream, [](cudaStream_t s) { (void)cudaStreamDestroy(s); });
 }
 
 }  // namespace kten

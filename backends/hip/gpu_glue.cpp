@@ -1,6 +1,7 @@
 // HIP glue (AMD GPUs through ROCm): the runtime's view of the devices, pinned host memory, and streams for applications.
 #include "backend_glue.hpp"
 #include "pinned_view.hpp"
+#include "stream_instance.hpp"
 
 #include <hip/hip_runtime.h>
 
@@ -74,17 +75,11 @@ namespace kten {
 
 std::shared_ptr<const Kokkos::DefaultExecutionSpace> new_stream_instance() {
   hipStream_t stream = nullptr;
-  const hipError_t status = hipStreamCreate(&stream);
+  const auto status = hipStreamCreate(&stream);
   if (status != hipSuccess)
     throw Error(detail::error_message("new_stream_instance", "hipStreamCreate failed: ", hipGetErrorName(status), ": ",
                                       hipGetErrorString(status)));
-  // The instance goes first (its fence waits for the stream's work), then the stream.
-  return std::shared_ptr<const Kokkos::DefaultExecutionSpace>(new Kokkos::DefaultExecutionSpace(stream),
-                                                              [stream](const Kokkos::DefaultExecutionSpace* instance) {
-                                                                instance->fence();
-                                                                delete instance;
-                                                                (void)hipStreamDestroy(stream);
-                                                              });
+  return detail::instance_owning(stream, [](hipStream_t s) { (void)hipStreamDestroy(s); });
 }
 
 }  // namespace kten
