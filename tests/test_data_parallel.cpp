@@ -221,3 +221,20 @@ TEST_CASE("the Trainer's data-parallel path over one rank trains exactly as one 
   CHECK(parallel[1].train_loss == alone[1].train_loss);
   CHECK(parallel[1].val_loss == alone[1].val_loss);
 }
+
+TEST_CASE("the Trainer hands its DDP options to the wrapper it makes", "[dist][trainer]") {
+  data::SyntheticRegression data({2.f, -3.4f}, 4.2f, 0.01f, 32, 0, 0);
+  nn::Sequential model;
+  model.add(nn::Linear(1, {true, float32, 3}));
+  optim::SGD sgd(0.03f);
+  Trainer trainer(1, 1);
+  trainer.set_progress_stream(nullptr);
+  auto group = std::make_shared<LoneGroup>();
+  trainer.set_process_group(group);
+  CHECK(trainer.ddp_options().overlap);
+  trainer.set_ddp_options({/*bucket_bytes=*/1, /*overlap=*/false});
+  CHECK_FALSE(trainer.ddp_options().overlap);
+  trainer.fit(model, nn::MSELoss(), sgd, data, 16);
+  // 1-byte buckets: the bias and the weight apart, in each of the 2 batches, then the loss sums.
+  CHECK(group->all_reduced == std::vector<std::int64_t>{1, 2, 1, 2, 2});
+}
