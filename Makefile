@@ -61,19 +61,21 @@ perf-mpi: build
 
 # libFuzzer on the parameter loader, the safetensors reader with load_state_dict, and the
 # checkpoint loader, for FUZZ_SECONDS each (60 by default; run longer by hand, e.g. `make fuzz
-# FUZZ_SECONDS=3600`): clang with ASan + UBSan, the corpora (build/fuzz/corpus/<target>) seeded with
-# files from save(), save_safetensors() and save_checkpoint(). Findings are written to build/fuzz/
-# (crash-*, leak-*) and make fails.
+# FUZZ_SECONDS=3600`): built in the clang-debug preset's tree (clang, ASan + UBSan, the library
+# with libFuzzer's coverage instrumentation), only the fuzzers and the seed writer; the corpora
+# (build/clang-debug/fuzz/corpus/<target>) are seeded with files from save(), save_safetensors()
+# and save_checkpoint(). Findings are written to build/clang-debug/fuzz/ (crash-*, leak-*) and make fails.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = load safetensors checkpoint
+FUZZ_DIR = build/clang-debug/fuzz
 .PHONY: fuzz
 fuzz:
-	@scripts/setup --fuzz
-	$(MAKE) build PRESET=fuzz
-	build/fuzz/tests/fuzz/kten-fuzz-seeds build/fuzz/corpus
+	$(MAKE) configure PRESET=clang-debug
+	cmake --build --preset clang-debug --target kten-fuzz-seeds $(addprefix kten-fuzz-,$(FUZZ_TARGETS))
+	build/clang-debug/tests/fuzz/kten-fuzz-seeds $(FUZZ_DIR)/corpus
 	for target in $(FUZZ_TARGETS); do \
-	  build/fuzz/tests/fuzz/kten-fuzz-$$target build/fuzz/corpus/$$target -max_total_time=$(FUZZ_SECONDS) \
-	    -artifact_prefix=build/fuzz/ -print_final_stats=1 || exit 1; \
+	  build/clang-debug/tests/fuzz/kten-fuzz-$$target $(FUZZ_DIR)/corpus/$$target -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 || exit 1; \
 	done
 
 install: build

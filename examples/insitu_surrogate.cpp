@@ -5,7 +5,9 @@
 //   build/cpu/examples/insitu-surrogate                        on cpu()
 //   KTEN_EMULATE_GPUS=1 build/cpu/examples/insitu-surrogate    on an emulated GPU (a GPU in a CUDA build)
 //   mpirun -np 2 build/cpu/examples/insitu-surrogate           two simulations, one surrogate (DDP)
-// The checkpoint goes to the first argument, by default insitu_surrogate.ckpt in the current folder.
+// The checkpoint goes to the first argument, by default insitu_surrogate.ckpt in the current folder;
+// a second argument sets the optimiser steps per training phase (200; the debug builds' tests use
+// fewer).
 //
 // Every `train_every` steps the simulation hands kten its last two fields: the surrogate learns to
 // map the 5-point stencil of u(t) to the change (u(t + dt) - u(t)) / r at every interior point,
@@ -16,6 +18,7 @@
 // few steps under NoGradGuard. Exits 1 when a check fails.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -45,7 +48,6 @@ constexpr int n = 48;               // grid points per side
 constexpr double r = 0.2;           // alpha * dt / h^2 (explicit scheme: stable up to 0.25)
 constexpr int steps = 200;          // solver steps
 constexpr int train_every = 50;     // a training phase after every 50 solver steps
-constexpr int steps_per_phase = 200;  // optimiser steps per phase
 constexpr int rollout = 10;         // surrogate steps at the end, against the solver
 
 // u(t + dt) from u(t): explicit finite differences, the boundary held at 0.
@@ -100,7 +102,7 @@ kten::nn::Sequential make_surrogate() {
   return net;
 }
 
-int run(const Ranks& ranks, const std::string& checkpoint) {
+int run(const Ranks& ranks, const std::string& checkpoint, int steps_per_phase) {
   const bool root = ranks.rank == 0;
   const kten::Device d = kten::num_gpus() > 0 ? kten::gpu(0) : kten::cpu();
   // The simulation's own queue: on a GPU a new stream (kten's default instance uses another), on
@@ -188,13 +190,28 @@ int run(const Ranks& ranks, const std::string& checkpoint) {
   return ok ? 0 : 1;
 }
 
+// The command line: [checkpoint] [optimiser steps per phase].
+struct Options {
+  std::string checkpoint = "insitu_surrogate.ckpt";
+  int steps_per_phase = 200;
+};
+
+// False, having printed the usage, when the command line is not that.
+bool parse(int argc, char* argv[], Options& options) {
+  if (argc > 1) options.checkpoint = argv[1];
+  if (argc > 2) options.steps_per_phase = std::atoi(argv[2]);
+  if (argc <= 3 && options.steps_per_phase > 0) return true;
+  std::fprintf(stderr, "usage: %s [checkpoint] [optimiser steps per phase, > 0]\n", argv[0]);
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  // Where the checkpoints go: the first argument, by default insitu_surrogate.ckpt here.
 #if KTEN_WITH_MPI
   kten::dist::Guard guard(argc, argv);  // MPI (a single process needs no mpirun), then Kokkos
-  const std::string checkpoint = argc > 1 ? argv[1] : "insitu_surrogate.ckpt";
+  Options options;
+  if (!parse(argc, argv, options)) return 2;
   const auto world = kten::dist::world();
   try {
     // With more than one rank the surrogate trains data-parallel, each rank on its own simulation.
@@ -208,14 +225,16 @@ int main(int argc, char* argv[]) {
       ranks.synchronize_gradients = [&] { ddp->synchronize_gradients(); };
       ranks.barrier = [&] { world->barrier(); };
     }
-    return run(ranks, checkpoint);
+    return run(ranks, options.checkpoint, options.steps_per_phase);
   } catch (const kten::Error& e) {
     kten::dist::abort(e.what());  // the other ranks may be waiting for this one
   }
 #else
   kten::ScopeGuard guard(argc, argv);
   try {
-    return run(Ranks{}, argc > 1 ? argv[1] : "insitu_surrogate.ckpt");
+    Options options;
+    if (!parse(argc, argv, options)) return 2;
+    return run(Ranks{}, options.checkpoint, options.steps_per_phase);
   } catch (const kten::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
