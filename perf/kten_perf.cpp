@@ -240,6 +240,44 @@ void register_bandwidth() {
     auto a = kten::rand({n}, d, 1);
     timed(state, d, 2 * bytes, [&] { kten::exp(a); });
   });
+  // Row operations over rows of 1024 floats, and an activation, forward and forward + backward.
+  // Their work is the least traffic there is: the forward reads x and writes y (2n floats); the
+  // backward reads its saved tensor and the gradient and writes dx (3n more). LayerNorm's weight
+  // and bias gradients take one more read of x and g, not counted.
+  // Each op is made inside its benchmark (LayerNorm's parameters must not outlive Kokkos).
+  using Op = std::function<Tensor(const Tensor&)>;
+  const std::int64_t cols = 1024, rows = n / cols;
+  const auto forward = [=](const char* name, std::function<Op()> make) {
+    benchmark::RegisterBenchmark(name, [=](benchmark::State& state) {
+      const Op f = make();
+      auto x = kten::rand({rows, cols}, d, 1);
+      timed(state, d, 2 * bytes, [&] { f(x); });
+    });
+  };
+  const auto forward_backward = [=](const char* name, std::function<Op()> make) {
+    benchmark::RegisterBenchmark(name, [=](benchmark::State& state) {
+      const Op f = make();
+      auto x = kten::rand({rows, cols}, d, 1), g = kten::rand({rows, cols}, d, 2);
+      x.requires_grad_();
+      timed(state, d, 5 * bytes, [&] {
+        x.set_grad(Tensor());
+        f(x).backward(g);
+      });
+    });
+  };
+  const auto gelu = [] { return Op([](const Tensor& x) { return kten::gelu(x); }); };
+  const auto softmax = [] { return Op([](const Tensor& x) { return kten::softmax(x, 1); }); };
+  const auto layer_norm = [=] {
+    auto norm = std::make_shared<kten::nn::LayerNorm>(cols);
+    norm->to(d);
+    return Op([norm](const Tensor& x) { return (*norm)(x); });
+  };
+  forward("bandwidth/gelu", gelu);
+  forward_backward("bandwidth/gelu_fwd_bwd", gelu);
+  forward("bandwidth/softmax", softmax);
+  forward_backward("bandwidth/softmax_fwd_bwd", softmax);
+  forward("bandwidth/layernorm", layer_norm);
+  forward_backward("bandwidth/layernorm_fwd_bwd", layer_norm);
   benchmark::RegisterBenchmark("bandwidth/sum", [=](benchmark::State& state) {
     auto a = kten::rand({n}, d, 1);
     timed(state, d, bytes, [&] { kten::sum(a); });
@@ -920,6 +958,17 @@ int main(int argc, char* argv[]) {
                   ratio(rate("bandwidth/a*b+c"), triad.first), true});
   rows.push_back({"exp_vs_copy", "exp bytes/s vs a copy" + limit + copy.second + ")", ">= 0.85",
                   ratio(rate("bandwidth/exp"), copy.first), true});
+  rows.push_back({"gelu_vs_copy", "exact GELU bytes/s vs a copy", ">= 0.85", ratio(rate("bandwidth/gelu"), copy.first), true});
+  rows.push_back({"gelu_fwd_bwd_vs_copy", "GELU forward + backward, least bytes/s vs a copy", ">= 0.85",
+                  ratio(rate("bandwidth/gelu_fwd_bwd"), copy.first), true});
+  rows.push_back({"softmax_vs_copy", "softmax over rows of 1024, bytes/s vs a copy", ">= 0.80",
+                  ratio(rate("bandwidth/softmax"), copy.first), true});
+  rows.push_back({"softmax_fwd_bwd_vs_copy", "softmax forward + backward, least bytes/s vs a copy", ">= 0.80",
+                  ratio(rate("bandwidth/softmax_fwd_bwd"), copy.first), true});
+  rows.push_back({"layernorm_vs_copy", "LayerNorm over rows of 1024, bytes/s vs a copy", ">= 0.80",
+                  ratio(rate("bandwidth/layernorm"), copy.first), true});
+  rows.push_back({"layernorm_fwd_bwd_vs_copy", "LayerNorm forward + backward, least bytes/s vs a copy", ">= 0.80",
+                  ratio(rate("bandwidth/layernorm_fwd_bwd"), copy.first), true});
   rows.push_back({"sum_vs_read", "sum bytes/s vs a read" + limit + read.second + ")", ">= 0.85",
                   ratio(rate("bandwidth/sum"), read.first), true});
   rows.push_back({"norm_vs_read", "norm bytes/s vs a read" + limit + read.second + ")", ">= 0.85",

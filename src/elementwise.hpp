@@ -55,19 +55,19 @@ struct Log1pGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T
 struct Expm1 { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::expm1(x); } };
 /// \brief expm1's gradient from its output y: g (y + 1).
 struct Expm1Grad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T y, T g) const { return g * (y + T(1)); } };
-struct Erf { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::erf(x); } };
+struct Erf { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return erf_approx(x); } };
 /// \brief erf's gradient: 2/sqrt(pi) e^(-x^2) g.
 struct ErfGrad {
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return T(1.1283791670955126) * exp_approx(-(x * x)) * g; }
 };
 /// \brief Exact (erf) GELU: x Phi(x) = x/2 (1 + erf(x / sqrt 2)).
 struct Gelu {
-  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x * T(0.5) * (T(1) + math::erf(x * T(0.7071067811865476))); }
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x * T(0.5) * (T(1) + erf_approx(x * T(0.7071067811865476))); }
 };
 /// \brief GELU's gradient: g (Phi(x) + x phi(x)); NaN at +-inf (inf * 0), as PyTorch.
 struct GeluGrad {
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const {
-    const T cdf = T(0.5) * (T(1) + math::erf(x * T(0.7071067811865476)));
+    const T cdf = T(0.5) * (T(1) + erf_approx(x * T(0.7071067811865476)));
     const T pdf = T(0.3989422804014327) * exp_approx(x * x * T(-0.5));
     return g * (cdf + x * pdf);
   }

@@ -1,7 +1,8 @@
-// softmax, log_softmax and logsumexp along one axis, composed from the reduction and elementwise
-// kernels, each with its gradient. Every one starts by subtracting the axis' max, so exp never
-// overflows. Bandwidth-bound: softmax reads x twice and its exponentials twice (max, exp(x - max),
-// their sum, the division), four passes over x's size where a fused row kernel would need two.
+// softmax, log_softmax and logsumexp along one axis, each with its gradient. Every one starts by
+// subtracting the axis' max, so exp never overflows. softmax and log_softmax and their gradients
+// are row kernels (rows.hpp): bandwidth-bound, one read of the input(s) from memory and one write,
+// the row's further passes from cache. logsumexp is composed from the reduction and elementwise
+// kernels.
 #include <cmath>
 
 #include <kten/ops.hpp>
@@ -10,6 +11,7 @@
 #include "checks.hpp"
 #include "elementwise.hpp"
 #include "reduce.hpp"
+#include "rows.hpp"
 
 namespace kten {
 namespace detail {
@@ -37,43 +39,96 @@ ReducedAxes one_axis(const char* op, const Tensor& x, int axis) {
   return reduced_axes(op, x, {axis}, true);
 }
 
+/// \brief softmax (Log false) or log_softmax (Log true) of a row: its max m, the sum s of
+/// exp(x - m), then y = exp(x - m) / s, or (x - m) - log(s) (not x - logsumexp: x - m is exact near
+/// the max, where m + log(s) would round to m's precision). softmax writes the exponentials while
+/// summing them and divides them in place: a team's threads walk a row's elements in the same
+/// order in every loop, so each divides what it wrote. Unit: the rows are contiguous (stride 1 known
+/// at compile time, so the host's loops load vectors rather than gather).
+template <class T, bool Log, bool Unit>
+struct SoftmaxRow {
+  const T* x;
+  T* y;
+  RowLayout layout;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
+    const T* xr = x + layout.start(r);
+    T* yr = y + layout.start(r);
+    const std::int64_t n = layout.len, s = Unit ? 1 : layout.inner;
+    const T m = row_max<T>(row, n, [&](std::int64_t k) { return xr[k * s]; });
+    if constexpr (Log) {
+      const T log_sum = math::log(row_sum<T>(row, n, [&](std::int64_t k) { return exp_approx(xr[k * s] - m); }));
+      row.for_each(n, [&](std::int64_t k) { yr[k * s] = (xr[k * s] - m) - log_sum; });
+    } else {
+      const T sum = row_sum<T>(row, n, [&](std::int64_t k) {
+        const T e = exp_approx(xr[k * s] - m);
+        yr[k * s] = e;
+        return e;
+      });
+      row.for_each(n, [&](std::int64_t k) { yr[k * s] = yr[k * s] / sum; });
+    }
+  }
+};
+
+/// \brief The gradient of softmax, y * (g - sum(g * y)), or of log_softmax, g - exp(y) * sum(g),
+/// along a row (Unit as for SoftmaxRow).
+template <class T, bool Log, bool Unit>
+struct SoftmaxGradRow {
+  const T* y;
+  const T* g;
+  T* dx;
+  RowLayout layout;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
+    const std::int64_t start = layout.start(r), n = layout.len, s = Unit ? 1 : layout.inner;
+    const T* yr = y + start;
+    const T* gr = g + start;
+    T* dr = dx + start;
+    if constexpr (Log) {
+      const T sum = row_sum<T>(row, n, [&](std::int64_t k) { return gr[k * s]; });
+      row.for_each(n, [&](std::int64_t k) { dr[k * s] = gr[k * s] - exp_approx(yr[k * s]) * sum; });
+    } else {
+      const T dot = row_sum<T>(row, n, [&](std::int64_t k) { return gr[k * s] * yr[k * s]; });
+      row.for_each(n, [&](std::int64_t k) { dr[k * s] = yr[k * s] * (gr[k * s] - dot); });
+    }
+  }
+};
+
+// softmax or log_softmax along `axis`, with its gradient.
+template <bool Log>
+Tensor softmax_along(const char* op, const char* grad_op, const Tensor& x_in, int axis) {
+  one_axis(op, x_in, axis);
+  const Tensor x = x_in.detach().contiguous();  // a copy only for a strided view
+  const RowLayout layout = row_layout(x.shape(), axis);
+  Tensor y = empty(x.shape(), x.device(), x.dtype());
+  launch(op, [&](const auto& backend, auto* px, auto* py) {
+    using T = std::remove_pointer_t<decltype(px)>;
+    if (layout.inner == 1) for_each_row(op, backend, layout, SoftmaxRow<T, Log, true>{px, py, layout});
+    else for_each_row(op, backend, layout, SoftmaxRow<T, Log, false>{px, py, layout});
+  }, x, y);
+  if (recording(x_in))
+    record(op, y, {&x_in}, [y = saved(y), layout, grad_op](const Tensor& g_in, const Needs&) {
+      const Tensor g = g_in.contiguous();
+      Tensor dx = empty(g.shape(), g.device(), g.dtype());
+      launch(grad_op, [&](const auto& backend, auto* py, auto* pg, auto* pdx) {
+        using T = std::remove_pointer_t<decltype(py)>;
+        if (layout.inner == 1) for_each_row(grad_op, backend, layout, SoftmaxGradRow<T, Log, true>{py, pg, pdx, layout});
+        else for_each_row(grad_op, backend, layout, SoftmaxGradRow<T, Log, false>{py, pg, pdx, layout});
+      }, y, g, dx);
+      return Grads{dx};
+    });
+  return y;
+}
+
 }  // namespace
 }  // namespace detail
 
 using namespace detail;
 
-Tensor softmax(const Tensor& x_in, int axis) {
-  constexpr const char* op = "kten::softmax";
-  one_axis(op, x_in, axis);
-  const Tensor x = x_in.detach();  // the forward's steps are one node on the tape
-  Tensor y = empty(x.shape(), x.device(), x.dtype());
-  if (x.numel() > 0) {
-    const Tensor e = elementwise_binary(op, x, max(x, {axis}, true), ExpOfDifference{});
-    y = e / sum(e, {axis}, true);
-  }
-  if (recording(x_in))
-    record(op, y, {&x_in}, [y = saved(y), axis](const Tensor& g, const Needs&) {
-      return Grads{y * (g - sum(g * y, {axis}, true))};
-    });
-  return y;
-}
+Tensor softmax(const Tensor& x, int axis) { return softmax_along<false>("kten::softmax", "kten::softmax_grad", x, axis); }
 
-Tensor log_softmax(const Tensor& x_in, int axis) {
-  constexpr const char* op = "kten::log_softmax";
-  one_axis(op, x_in, axis);
-  const Tensor x = x_in.detach();
-  Tensor y = empty(x.shape(), x.device(), x.dtype());
-  if (x.numel() > 0) {
-    // (x - max) - log(sum(exp(x - max))), not x - logsumexp: x - max is exact near the max, where
-    // max + log(sum) would round to the max's precision.
-    const Tensor shifted = x - max(x, {axis}, true);
-    y = shifted - log(sum(exp(shifted), {axis}, true));
-  }
-  if (recording(x_in))
-    record(op, y, {&x_in}, [y = saved(y), axis](const Tensor& g, const Needs&) {
-      return Grads{g - exp(y) * sum(g, {axis}, true)};
-    });
-  return y;
+Tensor log_softmax(const Tensor& x, int axis) {
+  return softmax_along<true>("kten::log_softmax", "kten::log_softmax_grad", x, axis);
 }
 
 Tensor logsumexp(const Tensor& x_in, int axis, bool keepdim) {

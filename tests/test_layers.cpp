@@ -2,6 +2,7 @@
 // Linear's (out, in) weight, and the losses: values against float64 host references, gradients
 // against finite differences, errors. On cpu() and the emulated GPU (test::device()); the label
 // torch checks the same layers and losses against PyTorch.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -211,6 +212,45 @@ TEST_CASE("LayerNorm's gradients match finite differences, for the input, weight
                         {randn({3, 4}, cpu(), 1, float64), randn({4}, cpu(), 2, float64), randn({4}, cpu(), 3, float64)});
   test::check_gradients("LayerNorm (3-D, eps 0.5)", [](const V& x) { return call_with(nn::LayerNorm(3, 0.5, float64), x); },
                         {randn({2, 2, 3}, cpu(), 4, float64), randn({3}, cpu(), 5, float64), randn({3}, cpu(), 6, float64)});
+}
+
+TEST_CASE("LayerNorm, softmax and log_softmax over rows longer than the host's lanes match float64 references",
+          "[layers][grad]") {
+  // Rows of 1000 (the host folds a row in 32 float or 16 double lanes, then a tail; a GPU's team
+  // splits it among its threads), one nearly constant row included.
+  const Device d = test::device();
+  const std::int64_t rows = 3, n = 1000;
+  Tensor x64 = randn({rows, n}, d, 7, float64) * 3.0 + 1.0;
+  x64.narrow(0, 2, 1).copy_from(full({1, n}, 5.0, d, float64) + randn({1, n}, d, 8, float64) * 1e-4);
+  for (DType dtype : {float32, float64}) {
+    CAPTURE(dtype);
+    const Tensor x = x64.astype(dtype);
+    const auto hx = test::host_doubles<double>(x.astype(float64));  // what the kernels read
+    std::vector<double> norm(hx.size()), soft(hx.size()), log_soft(hx.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double* row = hx.data() + r * n;
+      double mean = 0, var = 0, top = row[0], sum_exp = 0;
+      for (std::int64_t j = 0; j < n; ++j) mean += row[j] / n;
+      for (std::int64_t j = 0; j < n; ++j) var += (row[j] - mean) * (row[j] - mean) / n;
+      for (std::int64_t j = 0; j < n; ++j) top = std::max(top, row[j]);
+      for (std::int64_t j = 0; j < n; ++j) sum_exp += std::exp(row[j] - top);
+      for (std::int64_t j = 0; j < n; ++j) {
+        norm[r * n + j] = (row[j] - mean) / std::sqrt(var + 1e-5);
+        soft[r * n + j] = std::exp(row[j] - top) / sum_exp;
+        log_soft[r * n + j] = row[j] - top - std::log(sum_exp);
+      }
+    }
+    nn::LayerNorm ln(n, 1e-5, dtype);
+    ln.to(d);
+    check_values(ln(x), norm);
+    check_values(softmax(x, 1), soft);
+    check_values(log_softmax(x, -1), log_soft);
+  }
+  const auto rows_of = [](std::int64_t r, std::int64_t len) { return randn({r, len}, cpu(), 9, float64); };
+  test::check_gradients("LayerNorm, rows of 100", [](const V& v) { return call_with(nn::LayerNorm(100, 1e-5, float64), v); },
+                        {rows_of(2, 100), randn({100}, cpu(), 10, float64), randn({100}, cpu(), 11, float64)});
+  test::check_gradients("softmax, rows of 100", [](const V& v) { return softmax(v[0], 1); }, {rows_of(2, 100)});
+  test::check_gradients("log_softmax, rows of 100", [](const V& v) { return log_softmax(v[0], 1); }, {rows_of(2, 100)});
 }
 
 TEST_CASE("LayerNorm refuses inputs and settings that do not fit", "[layers]") {

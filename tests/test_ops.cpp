@@ -170,6 +170,48 @@ TEMPLATE_TEST_CASE("exp is within 1 ulp from overflow down to the smallest subno
   CHECK(e[7] == limits::infinity());  // overflows by itself, inside the clamp
 }
 
+TEST_CASE("float32 erf is within 2 ulp of erf, odd, and 1 beyond 4; gelu follows it", "[ops]") {
+  using limits = std::numeric_limits<float>;
+  const Device d = test::device();
+  // A sweep over [-6, 6] (both halves of the approximation and the switch between them at
+  // 0.921875), then tiny magnitudes down to the smallest subnormal, where erf(x) ~ 2x/sqrt(pi).
+  std::vector<float> x = kten::arange(-6.0, 6.0, 12.0 / 40000, d, kten::float32).to_vector<float>();
+  for (int e = -149; e < -6; ++e)
+    for (float m : {1.f, 1.37f, 1.81f}) {
+      x.push_back(std::ldexp(m, e));
+      x.push_back(-std::ldexp(m, e));
+    }
+  const float split = 0.921875f;
+  for (float s : {split, std::nextafter(split, 0.f), std::nextafter(split, 1.f)}) {
+    x.push_back(s);
+    x.push_back(-s);
+  }
+  const auto got = erf(kten::tensor(x, d)).to_vector<float>();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float ref = static_cast<float>(std::erf(static_cast<double>(x[i])));
+    CAPTURE(i, x[i], got[i], ref);
+    REQUIRE(ulps_apart(got[i], ref) <= 2);
+  }
+  const std::vector<float> edges = {limits::infinity(), -limits::infinity(), limits::quiet_NaN(), 0.f, -0.f, 4.f, 1e30f};
+  const auto e = erf(kten::tensor(edges, d)).to_vector<float>();
+  CHECK(e[0] == 1.f);
+  CHECK(e[1] == -1.f);
+  CHECK(std::isnan(e[2]));
+  CHECK((e[3] == 0.f && !std::signbit(e[3])));
+  CHECK((e[4] == 0.f && std::signbit(e[4])));
+  CHECK(e[5] == 1.f);
+  CHECK(e[6] == 1.f);
+  // gelu(x) = x/2 (1 + erf(x / sqrt 2)): within a few ulp of the float64 formula where it is not
+  // a difference of nearly equal numbers (x > -3).
+  const std::vector<float> gx = kten::arange(-3.0, 6.0, 9.0 / 4000, d, kten::float32).to_vector<float>();
+  const auto g = gelu(kten::tensor(gx, d)).to_vector<float>();
+  for (std::size_t i = 0; i < gx.size(); ++i) {
+    const double xd = gx[i], ref = 0.5 * xd * (1 + std::erf(xd / std::sqrt(2.0)));
+    CAPTURE(i, gx[i], g[i], ref);
+    REQUIRE(std::abs(g[i] - ref) <= 4e-7 * std::abs(xd) + 1e-9);
+  }
+}
+
 TEMPLATE_TEST_CASE("relu propagates NaN like NumPy's maximum(x, 0)", "[ops]", float, double) {
   using T = TestType;
   using limits = std::numeric_limits<T>;

@@ -50,4 +50,9 @@ void scale_in_place(const Tensor& t, const Tensor& factor);
 /// the element when (word 0 >> 8) * 2^-24 >= p.
 Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t call);
 
+/// \brief nn::LayerNorm's forward over the last axis of x (weight and bias of that extent and x's
+/// dtype and device, checked by the caller), recorded for autograd as one node: y = (x - mean) /
+/// sqrt(var + eps) * weight + bias, var biased, by the corrected two-pass algorithm.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+
 }  // namespace kten::detail

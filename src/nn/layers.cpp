@@ -126,13 +126,7 @@ Tensor LayerNorm::forward(const Tensor& input) {
   if (input.dtype() != dtype_)
     detail::fail<DTypeError>("LayerNorm forward", "the input is ", input.dtype(), " but the parameters are ", dtype_,
                              "; convert with .astype(...)");
-  // The corrected two-pass algorithm: the mean of the deviations (0 but for the first mean's
-  // rounding) is taken off again, or a nearly constant row's rounding error, divided by
-  // sqrt(var + eps), would reach the result multiplied by up to 1 / sqrt(eps).
-  const Tensor deviation = input - mean(input, {-1}, true);
-  const Tensor centred = deviation - mean(deviation, {-1}, true);
-  const Tensor variance = mean(centred * centred, {-1}, true);  // biased: over n, as PyTorch
-  return centred * pow(variance + eps_, -0.5) * weight_.value + bias_.value;
+  return detail::layer_norm(input, weight_.value, bias_.value, eps_);
 }
 
 // --- Dropout -----------------------------------------------------------------------------------

@@ -1,0 +1,137 @@
+#pragma once
+// Internal: row kernels, for operations that fold each row of a tensor and then write it (softmax,
+// LayerNorm and their gradients). A row body is written once against a `Row`, which walks the
+// row's `len` elements: on the host one thread per row, folding into independent lanes so the
+// loops vectorise (a single accumulator would be a chain of dependent adds); on a GPU (and an
+// emulated one) one team per row, its threads reading consecutive elements (coalesced) and
+// combining through Kokkos' team reduction. A row is `len` elements `stride` apart, so a
+// reduction along any axis of a contiguous tensor is a set of rows; the innermost axis (stride 1)
+// is the fast case. These kernels are bandwidth-bound: each pass over a row after the first reads
+// it from cache.
+
+#include <cstdint>
+
+#include <kten/tensor.hpp>
+
+#include "dispatch.hpp"
+#include "reductions.hpp"
+
+namespace kten::detail {
+
+/// \brief Where the rows of a reduction along one axis of a contiguous tensor lie: `outer * inner`
+/// rows of `len` elements, `inner` apart (inner = 1 along the last axis).
+struct RowLayout {
+  std::int64_t outer = 1, len = 1, inner = 1;
+  /// \brief How many rows.
+  std::int64_t rows() const { return outer * inner; }
+  /// \brief The offset of row r's first element.
+  KOKKOS_INLINE_FUNCTION std::int64_t start(std::int64_t r) const { return (r / inner) * len * inner + r % inner; }
+};
+
+/// \brief The row layout of `axis` of `shape` (counted from the end when negative, already
+/// checked; a 0-d shape is one row of one element). The extents multiply to at most the shape's
+/// element count, which fits.
+inline RowLayout row_layout(const Shape& shape, int axis) {
+  const int ndim = static_cast<int>(shape.size());
+  const int a = axis < 0 ? axis + ndim : axis;
+  RowLayout layout;
+  for (int d = 0; d < ndim; ++d) (d < a ? layout.outer : d == a ? layout.len : layout.inner) *= shape[d];
+  return layout;
+}
+
+/// \brief One host thread walking a row.
+struct HostRow {
+  /// \brief The reduction of f(k) over the row's k in [0, n), in `Lanes` independent partial results.
+  template <class Reduction, class T, class F>
+  KOKKOS_INLINE_FUNCTION T fold(std::int64_t n, const F& f) const {
+    constexpr int Lanes = 128 / sizeof(T);
+    T lane[Lanes];
+    for (int l = 0; l < Lanes; ++l) lane[l] = Reduction::template identity<T>();
+    std::int64_t k = 0;
+    for (; k + Lanes <= n; k += Lanes) {
+      KTEN_UNROLL
+      for (int l = 0; l < Lanes; ++l) lane[l] = Reduction::combine(lane[l], f(k + l));
+    }
+    for (; k < n; ++k) lane[0] = Reduction::combine(lane[0], f(k));
+    for (int l = 1; l < Lanes; ++l) lane[0] = Reduction::combine(lane[0], lane[l]);
+    return lane[0];
+  }
+  /// \brief f(k) for k in [0, n).
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void for_each(std::int64_t n, const F& f) const {
+    for (std::int64_t k = 0; k < n; ++k) f(k);
+  }
+  /// \brief f() once for the row (a per-row result).
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void once(const F& f) const {
+    f();
+  }
+};
+
+/// \brief A team walking a row (every thread of the team gets a fold's result); Space is the
+/// backend's memory space.
+template <class Member, class Space>
+struct TeamRow {
+  const Member& team;
+  template <class Reduction, class T, class F>
+  KOKKOS_INLINE_FUNCTION T fold(std::int64_t n, const F& f) const {
+    T acc = Reduction::template identity<T>();
+    Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, n), [&](std::int64_t k, T& a) { a = Reduction::combine(a, f(k)); },
+                            ReductionReducer<Reduction, T, Space>(acc));
+    return acc;
+  }
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void for_each(std::int64_t n, const F& f) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), f);
+  }
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void once(const F& f) const {
+    Kokkos::single(Kokkos::PerTeam(team), f);
+  }
+};
+
+/// \brief The sum of f(k) over a row.
+template <class T, class Row, class F>
+KOKKOS_INLINE_FUNCTION T row_sum(const Row& row, std::int64_t n, const F& f) {
+  return row.template fold<SumReduction, T>(n, f);
+}
+/// \brief The largest f(k) over a row, NaN if any is.
+template <class T, class Row, class F>
+KOKKOS_INLINE_FUNCTION T row_max(const Row& row, std::int64_t n, const F& f) {
+  return row.template fold<MaxReduction, T>(n, f);
+}
+
+template <class Body>
+struct HostRows {
+  Body body;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r) const { body(r, HostRow{}); }
+};
+
+template <class Body, class Space>
+struct TeamRows {
+  Body body;
+  std::int64_t first;  // the row of team 0 (launches hold at most INT32_MAX teams)
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    body(first + team.league_rank(), TeamRow<Member, Space>{team});
+  }
+};
+
+/// \brief Runs body(r, row) for every row r of `layout` on the backend, asynchronously: body is a
+/// functor with a `template <class Row> void operator()(std::int64_t r, const Row& row) const`.
+template <class Backend, class Body>
+void for_each_row(const char* label, const Backend& backend, const RowLayout& layout, const Body& body) {
+  const std::int64_t rows = layout.rows();
+  if (rows == 0) return;
+  if constexpr (Backend::is_host) {
+    for_each_index(label, backend, rows, HostRows<Body>{body}, rows * layout.len);
+  } else {
+    for (std::int64_t first = 0; first < rows; first += INT32_MAX) {
+      const std::int64_t teams = rows - first < INT32_MAX ? rows - first : INT32_MAX;
+      run(label, backend, team_policy(backend, static_cast<int>(teams)),
+          TeamRows<Body, typename Backend::memory_space>{body, first});
+    }
+  }
+}
+
+}  // namespace kten::detail
