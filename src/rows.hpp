@@ -95,12 +95,6 @@ template <class T, class Row, class F>
 KOKKOS_INLINE_FUNCTION T row_sum(const Row& row, std::int64_t n, const F& f) {
   return row.template fold<SumReduction, T>(n, f);
 }
-/// \brief The largest f(k) over a row, NaN if any is.
-template <class T, class Row, class F>
-KOKKOS_INLINE_FUNCTION T row_max(const Row& row, std::int64_t n, const F& f) {
-  return row.template fold<MaxReduction, T>(n, f);
-}
-
 template <class Body>
 struct HostRows {
   Body body;

@@ -39,6 +39,13 @@ ReducedAxes one_axis(const char* op, const Tensor& x, int axis) {
   return reduced_axes(op, x, {axis}, true);
 }
 
+/// \brief The max of a row's numbers, NaN skipped: a plain comparison vectorises where the
+/// NaN-propagating max (MaxReduction) costs the row kernel more than its exponentials. NaN still
+/// propagates: exp(NaN - m) makes the row's sum NaN, and so every output of the row.
+struct MaxOfNumbers : MaxReduction {
+  template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return v > acc ? v : acc; }
+};
+
 /// \brief softmax (Log false) or log_softmax (Log true) of a row: its max m, the sum s of
 /// exp(x - m), then y = exp(x - m) / s, or (x - m) - log(s) (not x - logsumexp: x - m is exact near
 /// the max, where m + log(s) would round to m's precision). softmax writes the exponentials while
@@ -55,7 +62,7 @@ struct SoftmaxRow {
     const T* xr = x + layout.start(r);
     T* yr = y + layout.start(r);
     const std::int64_t n = layout.len, s = Unit ? 1 : layout.inner;
-    const T m = row_max<T>(row, n, [&](std::int64_t k) { return xr[k * s]; });
+    const T m = row.template fold<MaxOfNumbers, T>(n, [&](std::int64_t k) { return xr[k * s]; });
     if constexpr (Log) {
       const T log_sum = math::log(row_sum<T>(row, n, [&](std::int64_t k) { return exp_approx(xr[k * s] - m); }));
       row.for_each(n, [&](std::int64_t k) { yr[k * s] = (xr[k * s] - m) - log_sum; });
@@ -65,7 +72,8 @@ struct SoftmaxRow {
         yr[k * s] = e;
         return e;
       });
-      row.for_each(n, [&](std::int64_t k) { yr[k * s] = yr[k * s] / sum; });
+      const T scale = T(1) / sum;  // a multiply per element, not a division
+      row.for_each(n, [&](std::int64_t k) { yr[k * s] = yr[k * s] * scale; });
     }
   }
 };
