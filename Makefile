@@ -71,6 +71,7 @@ FUZZ_DIR = build/clang-debug/fuzz
 .PHONY: fuzz
 fuzz:
 	$(MAKE) configure PRESET=clang-debug
+	@grep -q '^KTEN_BUILD_FUZZ:BOOL=ON' build/clang-debug/CMakeCache.txt || cmake --preset clang-debug  # a tree configured before the fuzzers moved there
 	cmake --build --preset clang-debug --target kten-fuzz-seeds $(addprefix kten-fuzz-,$(FUZZ_TARGETS))
 	build/clang-debug/tests/fuzz/kten-fuzz-seeds $(FUZZ_DIR)/corpus
 	for target in $(FUZZ_TARGETS); do \

@@ -67,8 +67,10 @@ struct Gelu {
 /// \brief GELU's gradient: g (Phi(x) + x phi(x)); NaN at +-inf (inf * 0), as PyTorch.
 struct GeluGrad {
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const {
-    const T cdf = T(0.5) * (T(1) + erf_approx(x * T(0.7071067811865476)));
-    const T pdf = T(0.3989422804014327) * exp_approx(x * x * T(-0.5));
+    const T z = x * T(0.7071067811865476);
+    const T gauss = exp_approx(-(z * z));  // e^(-x^2 / 2), shared by erf and the density
+    const T cdf = T(0.5) * (T(1) + erf_from_gauss(z, gauss));
+    const T pdf = T(0.3989422804014327) * gauss;
     return g * (cdf + x * pdf);
   }
 };

@@ -16,35 +16,40 @@
 #include "dispatch.hpp"
 #include "reduce.hpp"
 #include "reductions.hpp"
+#include "rows.hpp"
 
 namespace kten {
 namespace detail {
 
-/// \brief Host: each part (of a fixed length) folds its range into `Lanes` independent partial
-/// results (four SIMD registers of them, so neither the add latency nor a serial chain limits
-/// the loop). With finish_count >= 0 each part writes its finished result, as a reduction over
-/// that many elements: a small reduction is one kernel on the calling thread, and a part can be a
-/// row of an axis reduction.
+/// \brief One finished result per row of `len` contiguous elements (a row kernel, rows.hpp): an
+/// axis reduction along the last axis, or a whole-tensor reduction too small to split.
+template <class T, class Reduction>
+struct ReduceRow {
+  const T* x;
+  T* out;
+  std::int64_t len;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
+    const T* p = x + r * len;
+    const T acc = row.template fold<Reduction, T>(len, [&](std::int64_t k) { return Reduction::prepare(p[k]); });
+    row.once([&]() { out[r] = Reduction::finish(acc, len); });
+  }
+};
+
+/// \brief Host: each part (of a fixed length) folds its range as a host row does (HostRow: lanes of
+/// independent partial results, so neither the add latency nor a serial chain limits the loop),
+/// and its result stays partial, folded by FoldPartsKernel.
 template <class T, class Reduction>
 struct HostPartsKernel {
-  static constexpr int Lanes = 128 / sizeof(T);
+  static constexpr int Lanes = 128 / sizeof(T);  // HostRow's
   const T* x;
   T* partials;
   std::int64_t n, per_part;
-  std::int64_t finish_count;  // -1: the parts stay partial results, folded by FoldPartsKernel
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t part) const {
     const std::int64_t begin = part * per_part < n ? part * per_part : n;
     const std::int64_t end = begin + per_part < n ? begin + per_part : n;
-    T lane[Lanes];
-    for (int l = 0; l < Lanes; ++l) lane[l] = Reduction::template identity<T>();
-    std::int64_t i = begin;
-    for (; i + Lanes <= end; i += Lanes) {
-      KTEN_UNROLL
-      for (int l = 0; l < Lanes; ++l) lane[l] = Reduction::combine(lane[l], Reduction::prepare(x[i + l]));
-    }
-    for (; i < end; ++i) lane[0] = Reduction::combine(lane[0], Reduction::prepare(x[i]));
-    for (int l = 1; l < Lanes; ++l) lane[0] = Reduction::combine(lane[0], lane[l]);
-    partials[part] = finish_count >= 0 ? Reduction::finish(lane[0], finish_count) : lane[0];
+    const T* p = x + begin;
+    partials[part] = HostRow{}.fold<Reduction, T>(end - begin, [&](std::int64_t k) { return Reduction::prepare(p[k]); });
   }
 };
 
@@ -82,9 +87,9 @@ void reduce_all_kernel(const Backend& backend, const char* label, const T* x, T*
     static_assert(host_serial_grain % Lanes == 0, "a part is whole rows of lanes");
     const std::int64_t per_part = host_serial_grain;
     const std::int64_t parts = n <= per_part ? 1 : (n + per_part - 1) / per_part;
-    if (parts == 1) return for_each_index(label, backend, 1, HostPartsKernel<T, Reduction>{x, result, n, per_part, n}, n);
+    if (parts == 1) return for_each_row(label, backend, RowLayout{1, n, 1}, ReduceRow<T, Reduction>{x, result, n});
     std::vector<T> partial(static_cast<std::size_t>(parts));
-    for_each_index(label, backend, parts, HostPartsKernel<T, Reduction>{x, partial.data(), n, per_part, -1}, n);
+    for_each_index(label, backend, parts, HostPartsKernel<T, Reduction>{x, partial.data(), n, per_part}, n);
     for_each_index(label, backend, 1, FoldPartsKernel<T, Reduction>{partial.data(), result, parts, n}, parts);
     backend.space.fence();  // `partial` lives on this stack frame (host kernels finish here anyway)
   } else {
@@ -131,47 +136,20 @@ struct HostColumnsKernel {
   }
 };
 
-// GPU, reducing the last (contiguous) axis: one team per output row, its threads reading
-// consecutive elements (coalesced) and combining in shared memory; one thread per output there
-// would read with stride `len`.
-template <class T, class Reduction, class Member, class Space>
-struct RowKernel {
-  const T* x;
-  T* out;
-  std::int64_t len;
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const std::int64_t row = team.league_rank();
-    const T* p = x + row * len;
-    T acc = Reduction::template identity<T>();
-    Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, len),
-                            [&](std::int64_t k, T& a) { a = Reduction::combine(a, Reduction::prepare(p[k])); },
-                            ReductionReducer<Reduction, T, Space>(acc));
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { out[row] = Reduction::finish(acc, len); });
-  }
-};
-
 template <class Backend, class T, class Reduction>
 void reduce_axis_kernel(const Backend& backend, const char* label, const T* x, T* out, std::int64_t outer,
                         std::int64_t len, std::int64_t inner, Reduction) {
-  if constexpr (!Backend::is_host) {
-    if (inner == 1 && outer <= INT32_MAX) {
-      using Kernel = RowKernel<T, Reduction, TeamMember<Backend>, typename Backend::memory_space>;
-      run(label, backend, team_policy(backend, static_cast<int>(outer)), Kernel{x, out, len});
-      return;
-    }
-  } else {
-    // Host, contiguous rows long enough to fill the lanes: each row folds like a whole-tensor
-    // reduction (independent partial sums), not as one chain of dependent adds (8x slower).
-    if (inner == 1 && len >= HostPartsKernel<T, Reduction>::Lanes) {
-      for_each_index(label, backend, outer, HostPartsKernel<T, Reduction>{x, out, outer * len, len, len}, outer * len);
-      return;
-    }
+  // The last axis: row kernels (a host thread's lanes of independent partial sums, not one chain
+  // of dependent adds, 8x slower; a GPU team's coalesced reads, not one thread reading with
+  // stride `len`).
+  if (inner == 1) return for_each_row(label, backend, RowLayout{outer, len, 1}, ReduceRow<T, Reduction>{x, out, len});
+  if constexpr (Backend::is_host) {
     // Column blocks when there are enough of them for every thread; otherwise (a bias gradient,
     // sum(x, 0) of a narrow x) one output per index keeps the threads busy.
     using Columns = HostColumnsKernel<T, Reduction>;
     const std::int64_t blocks = (inner + Columns::Width - 1) / Columns::Width;
     const std::int64_t threads = outer * inner * len < host_serial_grain ? 1 : compat::host_concurrency();
-    if (inner > 1 && outer * blocks >= threads) {
+    if (outer * blocks >= threads) {
       for_each_index(label, backend, outer * blocks, Columns{x, out, len, inner, blocks}, outer * inner * len);
       return;
     }

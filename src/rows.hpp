@@ -1,13 +1,14 @@
 #pragma once
-// Internal: row kernels, for operations that fold each row of a tensor and then write it (softmax,
-// LayerNorm and their gradients). A row body is written once against a `Row`, which walks the
-// row's `len` elements: on the host one thread per row, folding into independent lanes so the
-// loops vectorise (a single accumulator would be a chain of dependent adds); on a GPU (and an
-// emulated one) one team per row, its threads reading consecutive elements (coalesced) and
-// combining through Kokkos' team reduction. A row is `len` elements `stride` apart, so a
-// reduction along any axis of a contiguous tensor is a set of rows; the innermost axis (stride 1)
-// is the fast case. These kernels are bandwidth-bound: each pass over a row after the first reads
-// it from cache.
+// Internal: row kernels, for operations that fold each row of a tensor and then write it (axis
+// reductions, softmax, LayerNorm and their gradients). A row body is written once against a
+// `Row`, which walks the row's `len` elements: on the host one thread per row, folding into
+// independent lanes so the loops vectorise (a single accumulator would be a chain of dependent
+// adds); on a GPU (and an emulated one) one team per contiguous row, its threads reading
+// consecutive elements (coalesced) and combining through Kokkos' team reduction, or one thread per
+// strided row, so that adjacent threads read adjacent rows' elements (coalesced again). A row is
+// `len` elements `inner` apart, so every axis of a contiguous tensor is a set of rows; the
+// innermost (inner = 1) is the fast case. These kernels are bandwidth-bound: each pass over a row
+// after the first reads it from cache.
 
 #include <cstdint>
 
@@ -41,7 +42,8 @@ inline RowLayout row_layout(const Shape& shape, int axis) {
 
 /// \brief One host thread walking a row.
 struct HostRow {
-  /// \brief The reduction of f(k) over the row's k in [0, n), in `Lanes` independent partial results.
+  /// \brief The reduction of f(k) over the row's k in [0, n), in `Lanes` independent partial
+  /// results (four vector registers of them), combined in lane order at the end.
   template <class Reduction, class T, class F>
   KOKKOS_INLINE_FUNCTION T fold(std::int64_t n, const F& f) const {
     constexpr int Lanes = 128 / sizeof(T);
@@ -68,22 +70,49 @@ struct HostRow {
   }
 };
 
-/// \brief A team walking a row (every thread of the team gets a fold's result); Space is the
-/// backend's memory space.
+/// \brief One GPU thread walking a strided row, element after element.
+struct ThreadRow {
+  /// \brief The reduction of f(k) over k in [0, n), in order.
+  template <class Reduction, class T, class F>
+  KOKKOS_INLINE_FUNCTION T fold(std::int64_t n, const F& f) const {
+    T acc = Reduction::template identity<T>();
+    for (std::int64_t k = 0; k < n; ++k) acc = Reduction::combine(acc, f(k));
+    return acc;
+  }
+  /// \brief f(k) for k in [0, n).
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void for_each(std::int64_t n, const F& f) const {
+    for (std::int64_t k = 0; k < n; ++k) f(k);
+  }
+  /// \brief f() once for the row.
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void once(const F& f) const {
+    f();
+  }
+};
+
+/// \brief A GPU team walking a contiguous row; Space is the backend's memory space.
 template <class Member, class Space>
 struct TeamRow {
   const Member& team;
+  /// \brief The reduction of f(k) over k in [0, n), its result in every thread of the team. The
+  /// barrier after it: Kokkos 3.4 combines a team reduction in a shared-memory buffer without one,
+  /// so the next fold could overwrite the buffer before every thread has read this result.
   template <class Reduction, class T, class F>
   KOKKOS_INLINE_FUNCTION T fold(std::int64_t n, const F& f) const {
     T acc = Reduction::template identity<T>();
     Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, n), [&](std::int64_t k, T& a) { a = Reduction::combine(a, f(k)); },
                             ReductionReducer<Reduction, T, Space>(acc));
+    team.team_barrier();
     return acc;
   }
+  /// \brief f(k) for k in [0, n), spread over the team's threads (each k on one thread, the
+  /// same one in every loop over the same n: Kokkos' TeamThreadRange deals them out by thread).
   template <class F>
   KOKKOS_INLINE_FUNCTION void for_each(std::int64_t n, const F& f) const {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), f);
   }
+  /// \brief f() on one thread of the team.
   template <class F>
   KOKKOS_INLINE_FUNCTION void once(const F& f) const {
     Kokkos::single(Kokkos::PerTeam(team), f);
@@ -95,21 +124,30 @@ template <class T, class Row, class F>
 KOKKOS_INLINE_FUNCTION T row_sum(const Row& row, std::int64_t n, const F& f) {
   return row.template fold<SumReduction, T>(n, f);
 }
-template <class Body>
-struct HostRows {
+
+/// \brief A row body as a kernel over row indices, each row walked by one thread (Row: HostRow
+/// or ThreadRow).
+template <class Body, class Row>
+struct ThreadRows {
   Body body;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r) const { body(r, HostRow{}); }
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r) const { body(r, Row{}); }
 };
 
+/// \brief A row body as a team kernel: team i walks row first + i.
 template <class Body, class Space>
 struct TeamRows {
   Body body;
-  std::int64_t first;  // the row of team 0 (launches hold at most INT32_MAX teams)
+  std::int64_t first;
   template <class Member>
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     body(first + team.league_rank(), TeamRow<Member, Space>{team});
   }
 };
+
+/// \brief Teams per launch of a row kernel: with up to 1024 threads a team, 2^21 teams keep a
+/// launch under 2^31 threads (HIP refuses a grid of 2^32 threads or more, CUDA a grid wider than
+/// 2^31 - 1 blocks).
+inline constexpr std::int64_t max_row_teams = std::int64_t(1) << 21;
 
 /// \brief Runs body(r, row) for every row r of `layout` on the backend, asynchronously: body is a
 /// functor with a `template <class Row> void operator()(std::int64_t r, const Row& row) const`.
@@ -118,10 +156,12 @@ void for_each_row(const char* label, const Backend& backend, const RowLayout& la
   const std::int64_t rows = layout.rows();
   if (rows == 0) return;
   if constexpr (Backend::is_host) {
-    for_each_index(label, backend, rows, HostRows<Body>{body}, rows * layout.len);
+    for_each_index(label, backend, rows, ThreadRows<Body, HostRow>{body}, rows * layout.len);
+  } else if (layout.inner > 1) {
+    for_each_index(label, backend, rows, ThreadRows<Body, ThreadRow>{body}, rows * layout.len);
   } else {
-    for (std::int64_t first = 0; first < rows; first += INT32_MAX) {
-      const std::int64_t teams = rows - first < INT32_MAX ? rows - first : INT32_MAX;
+    for (std::int64_t first = 0; first < rows; first += max_row_teams) {
+      const std::int64_t teams = rows - first < max_row_teams ? rows - first : max_row_teams;
       run(label, backend, team_policy(backend, static_cast<int>(teams)),
           TeamRows<Body, typename Backend::memory_space>{body, first});
     }

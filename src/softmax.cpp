@@ -102,6 +102,14 @@ struct SoftmaxGradRow {
   }
 };
 
+/// \brief for_each_row of Kernel<T, Log, Unit>{pointers..., layout}, Unit when the rows are
+/// contiguous.
+template <template <class, bool, bool> class Kernel, bool Log, class Backend, class T, class... Pointers>
+void for_each_row_of(const char* label, const Backend& backend, const RowLayout& layout, T* first, Pointers... rest) {
+  if (layout.inner == 1) for_each_row(label, backend, layout, Kernel<T, Log, true>{first, rest..., layout});
+  else for_each_row(label, backend, layout, Kernel<T, Log, false>{first, rest..., layout});
+}
+
 // softmax or log_softmax along `axis`, with its gradient.
 template <bool Log>
 Tensor softmax_along(const char* op, const char* grad_op, const Tensor& x_in, int axis) {
@@ -110,18 +118,14 @@ Tensor softmax_along(const char* op, const char* grad_op, const Tensor& x_in, in
   const RowLayout layout = row_layout(x.shape(), axis);
   Tensor y = empty(x.shape(), x.device(), x.dtype());
   launch(op, [&](const auto& backend, auto* px, auto* py) {
-    using T = std::remove_pointer_t<decltype(px)>;
-    if (layout.inner == 1) for_each_row(op, backend, layout, SoftmaxRow<T, Log, true>{px, py, layout});
-    else for_each_row(op, backend, layout, SoftmaxRow<T, Log, false>{px, py, layout});
+    for_each_row_of<SoftmaxRow, Log>(op, backend, layout, px, py);
   }, x, y);
   if (recording(x_in))
     record(op, y, {&x_in}, [y = saved(y), layout, grad_op](const Tensor& g_in, const Needs&) {
       const Tensor g = g_in.contiguous();
       Tensor dx = empty(g.shape(), g.device(), g.dtype());
       launch(grad_op, [&](const auto& backend, auto* py, auto* pg, auto* pdx) {
-        using T = std::remove_pointer_t<decltype(py)>;
-        if (layout.inner == 1) for_each_row(grad_op, backend, layout, SoftmaxGradRow<T, Log, true>{py, pg, pdx, layout});
-        else for_each_row(grad_op, backend, layout, SoftmaxGradRow<T, Log, false>{py, pg, pdx, layout});
+        for_each_row_of<SoftmaxGradRow, Log>(grad_op, backend, layout, py, pg, pdx);
       }, y, g, dx);
       return Grads{dx};
     });

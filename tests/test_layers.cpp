@@ -246,6 +246,25 @@ TEST_CASE("LayerNorm, softmax and log_softmax over rows longer than the host's l
     check_values(softmax(x, 1), soft);
     check_values(log_softmax(x, -1), log_soft);
   }
+  // float32 on a nearly constant row with a small eps (rstd ~ 7000): the weight's gradient uses the
+  // centring of the forward (mean and its correction apart; mean + correction rounds to the mean).
+  {
+    const Tensor flat = (full({1, n}, 5.0, d, float64) + randn({1, n}, d, 12, float64) * 1e-4).astype(float32);
+    const Tensor g = randn({1, n}, d, 13, float32);
+    std::vector<double> dw[2];
+    for (DType dtype : {float32, float64}) {
+      nn::LayerNorm ln(n, 1e-8, dtype);
+      ln.to(d);
+      ln(flat.astype(dtype)).backward(g.astype(dtype));
+      dw[dtype == float64] = test::host_doubles<double>(ln.weight().grad().astype(float64));
+    }
+    double largest = 0, off = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      largest = std::max(largest, std::abs(dw[1][j]));
+      off = std::max(off, std::abs(dw[0][j] - dw[1][j]));
+    }
+    CHECK(off <= 2e-4 * largest);
+  }
   const auto rows_of = [](std::int64_t r, std::int64_t len) { return randn({r, len}, cpu(), 9, float64); };
   test::check_gradients("LayerNorm, rows of 100", [](const V& v) { return call_with(nn::LayerNorm(100, 1e-5, float64), v); },
                         {rows_of(2, 100), randn({100}, cpu(), 10, float64), randn({100}, cpu(), 11, float64)});
