@@ -1,10 +1,11 @@
 // LayerNorm over the last axis as one op with its gradient: row kernels (rows.hpp), bandwidth-bound.
 // The forward reads each row once from memory and writes it once (its other passes read the row
 // from cache) and keeps each row's mean, the correction c below and 1 / sqrt(var + eps) for the
-// backward pass, which reads
-// x and the gradient once more to write dx, and once more for the weight's and bias' gradients
-// (sums down the rows, a second kernel).
+// backward pass, which reads x and the gradient once more to write dx, and once more for the
+// weight's and bias' gradients (sums down the rows: partial sums per chunk of rows, then theirs).
 #include "nn/kernels.hpp"
+
+#include <algorithm>
 
 #include "autograd.hpp"
 #include "checks.hpp"
@@ -54,13 +55,21 @@ struct LayerNormRow {
   }
 };
 
-/// \brief The forward's per-row statistics: xhat = ((x - mean) - c) * rstd.
+/// \brief One row's centring: xhat = ((x - mean) - c) * rstd.
+template <class T>
+struct Centring {
+  T mean, c, rstd;
+  KOKKOS_INLINE_FUNCTION T xhat(T x) const { return ((x - mean) - c) * rstd; }
+};
+
+/// \brief The forward's per-row statistics. A kernel copies a row's into registers (of()) before
+/// its loops: read through the pointers, every store to the output might have changed them.
 template <class T>
 struct RowStatistics {
   const T* mean;
   const T* c;
   const T* rstd;
-  KOKKOS_INLINE_FUNCTION T xhat(T x, std::int64_t r) const { return ((x - mean[r]) - c[r]) * rstd[r]; }
+  KOKKOS_INLINE_FUNCTION Centring<T> of(std::int64_t r) const { return {mean[r], c[r], rstd[r]}; }
 };
 
 /// \brief dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) along a row, with gw = g * w.
@@ -77,40 +86,67 @@ struct LayerNormGradRow {
     const T* xr = x + r * n;
     const T* gr = g + r * n;
     T* dr = dx + r * n;
-    const T rstd = stats.rstd[r], count = static_cast<T>(n);
+    const Centring<T> centring = stats.of(r);
+    const T count = static_cast<T>(n);
     const T mean_gw = row_sum<T>(row, n, [&](std::int64_t k) { return gr[k] * w[k]; }) / count;
-    const T mean_gw_xhat = row_sum<T>(row, n, [&](std::int64_t k) { return gr[k] * w[k] * stats.xhat(xr[k], r); }) / count;
-    row.for_each(n, [&](std::int64_t k) { dr[k] = rstd * (gr[k] * w[k] - mean_gw - stats.xhat(xr[k], r) * mean_gw_xhat); });
+    const T mean_gw_xhat = row_sum<T>(row, n, [&](std::int64_t k) { return gr[k] * w[k] * centring.xhat(xr[k]); }) / count;
+    row.for_each(n, [&](std::int64_t k) {
+      dr[k] = centring.rstd * (gr[k] * w[k] - mean_gw - centring.xhat(xr[k]) * mean_gw_xhat);
+    });
   }
 };
 
 /// \brief The weight's and bias' gradients, sums down the rows: dw[j] = sum_r g[r, j] xhat[r, j],
-/// db[j] = sum_r g[r, j]. Each index sweeps `Width` adjacent columns down every row: on the host
-/// 64 (contiguous loads that vectorise), on a GPU 1 (adjacent threads read adjacent columns).
-template <class T, int Width>
-struct LayerNormParamGrad {
+/// db[j] = sum_r g[r, j], in two steps. First each chunk of `chunk` rows sums into its own
+/// partial row (on the host one thread per chunk, walking its rows in order with contiguous,
+/// vectorised loads; on a GPU one thread per chunk and column, adjacent threads on adjacent
+/// columns), then ParamGradFold adds the chunks' partials in order. One order of additions on
+/// every device and thread count; a chunk per thread, not a column block per thread, because a
+/// column block's loads stride by a whole row, which the host's prefetchers do not follow.
+template <class T>
+struct LayerNormParamPartials {
   const T* x;
   const T* g;
   RowStatistics<T> stats;
-  T* dw;  // null when not needed
-  T* db;  // null when not needed
-  std::int64_t rows, n;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t block) const {
-    const std::int64_t j0 = block * Width, width = n - j0 < Width ? n - j0 : Width;
-    T acc_w[Width], acc_b[Width];
-    for (int j = 0; j < Width; ++j) acc_w[j] = acc_b[j] = T(0);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const T* xr = x + r * n + j0;
-      const T* gr = g + r * n + j0;
-      for (std::int64_t j = 0; j < width; ++j) {
-        acc_w[j] += gr[j] * stats.xhat(xr[j], r);
-        acc_b[j] += gr[j];
+  T* partial_w;  // (chunks, n)
+  T* partial_b;  // (chunks, n)
+  std::int64_t rows, n, chunk;
+  bool per_column;  // GPU: index = chunk * n + column; host: index = chunk
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t index) const {
+    const std::int64_t part = per_column ? index / n : index;
+    const std::int64_t j0 = per_column ? index % n : 0, j1 = per_column ? j0 + 1 : n;
+    const std::int64_t r1 = (part + 1) * chunk < rows ? (part + 1) * chunk : rows;
+    T* pw = partial_w + part * n;
+    T* pb = partial_b + part * n;
+    for (std::int64_t j = j0; j < j1; ++j) pw[j] = pb[j] = T(0);
+    for (std::int64_t r = part * chunk; r < r1; ++r) {
+      const T* xr = x + r * n;
+      const T* gr = g + r * n;
+      const Centring<T> centring = stats.of(r);
+      for (std::int64_t j = j0; j < j1; ++j) {
+        pw[j] += gr[j] * centring.xhat(xr[j]);
+        pb[j] += gr[j];
       }
     }
-    for (std::int64_t j = 0; j < width; ++j) {
-      if (dw) dw[j0 + j] = acc_w[j];
-      if (db) db[j0 + j] = acc_b[j];
+  }
+};
+
+/// \brief dw[j] and db[j] from the chunks' partials, added in chunk order.
+template <class T>
+struct ParamGradFold {
+  const T* partial_w;
+  const T* partial_b;
+  T* dw;
+  T* db;
+  std::int64_t chunks, n;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t j) const {
+    T w = T(0), b = T(0);
+    for (std::int64_t part = 0; part < chunks; ++part) {
+      w += partial_w[part * n + j];
+      b += partial_b[part * n + j];
     }
+    dw[j] = w;
+    db[j] = b;
   }
 };
 
@@ -143,15 +179,19 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
                }, x, g, w, mean, c, rstd, grads[0]);
              }
              if (needs[1] || needs[2]) {
+               // Chunks of at least 64 rows, at most 256 of them: the partials stay small.
+               const std::int64_t chunk = std::max<std::int64_t>(64, (rows + 255) / 256);
+               const std::int64_t chunks = (rows + chunk - 1) / chunk;
+               const Tensor partial_w = empty({chunks, n}, x.device(), x.dtype()), partial_b = empty({chunks, n}, x.device(), x.dtype());
                const Tensor dw = empty({n}, x.device(), x.dtype()), db = empty({n}, x.device(), x.dtype());
-               launch(grad_op, [&](const auto& backend, auto* px, auto* pg, auto* pmean, auto* pc, auto* prstd, auto* pdw, auto* pdb) {
+               launch(grad_op, [&](const auto& backend, auto* px, auto* pg, auto* pmean, auto* pc, auto* prstd, auto* ppw, auto* ppb,
+                                   auto* pdw, auto* pdb) {
                  using T = std::remove_pointer_t<decltype(px)>;
-                 constexpr int width = std::decay_t<decltype(backend)>::is_host ? 64 : 1;
-                 for_each_index(grad_op, backend, (n + width - 1) / width,
-                                LayerNormParamGrad<T, width>{px, pg, {pmean, pc, prstd}, needs[1] ? pdw : nullptr,
-                                                             needs[2] ? pdb : nullptr, rows, n},
-                                rows * n);
-               }, x, g, mean, c, rstd, dw, db);
+                 constexpr bool host = std::decay_t<decltype(backend)>::is_host;
+                 for_each_index(grad_op, backend, host ? chunks : chunks * n,
+                                LayerNormParamPartials<T>{px, pg, {pmean, pc, prstd}, ppw, ppb, rows, n, chunk, !host}, rows * n);
+                 for_each_index(grad_op, backend, n, ParamGradFold<T>{ppw, ppb, pdw, pdb, chunks, n}, chunks * n);
+               }, x, g, mean, c, rstd, partial_w, partial_b, dw, db);
                if (needs[1]) grads[1] = dw;
                if (needs[2]) grads[2] = db;
              }
