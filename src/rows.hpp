@@ -40,8 +40,22 @@ inline RowLayout row_layout(const Shape& shape, int axis) {
   return layout;
 }
 
+/// \brief The loops of a row walked by one thread: every element in order.
+struct OneThreadLoops {
+  /// \brief f(k) for k in [0, n).
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void for_each(std::int64_t n, const F& f) const {
+    for (std::int64_t k = 0; k < n; ++k) f(k);
+  }
+  /// \brief f() once for the row (a per-row result).
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void once(const F& f) const {
+    f();
+  }
+};
+
 /// \brief One host thread walking a row.
-struct HostRow {
+struct HostRow : OneThreadLoops {
   /// \brief The reduction of f(k) over the row's k in [0, n), in `Lanes` independent partial
   /// results (four vector registers of them), combined in lane order at the end.
   template <class Reduction, class T, class F>
@@ -58,36 +72,16 @@ struct HostRow {
     for (int l = 1; l < Lanes; ++l) lane[0] = Reduction::combine(lane[0], lane[l]);
     return lane[0];
   }
-  /// \brief f(k) for k in [0, n).
-  template <class F>
-  KOKKOS_INLINE_FUNCTION void for_each(std::int64_t n, const F& f) const {
-    for (std::int64_t k = 0; k < n; ++k) f(k);
-  }
-  /// \brief f() once for the row (a per-row result).
-  template <class F>
-  KOKKOS_INLINE_FUNCTION void once(const F& f) const {
-    f();
-  }
 };
 
 /// \brief One GPU thread walking a strided row, element after element.
-struct ThreadRow {
+struct ThreadRow : OneThreadLoops {
   /// \brief The reduction of f(k) over k in [0, n), in order.
   template <class Reduction, class T, class F>
   KOKKOS_INLINE_FUNCTION T fold(std::int64_t n, const F& f) const {
     T acc = Reduction::template identity<T>();
     for (std::int64_t k = 0; k < n; ++k) acc = Reduction::combine(acc, f(k));
     return acc;
-  }
-  /// \brief f(k) for k in [0, n).
-  template <class F>
-  KOKKOS_INLINE_FUNCTION void for_each(std::int64_t n, const F& f) const {
-    for (std::int64_t k = 0; k < n; ++k) f(k);
-  }
-  /// \brief f() once for the row.
-  template <class F>
-  KOKKOS_INLINE_FUNCTION void once(const F& f) const {
-    f();
   }
 };
 
