@@ -103,11 +103,14 @@ struct SoftmaxGradRow {
 };
 
 /// \brief for_each_row of Kernel<T, Log, Unit>{pointers..., layout}, Unit when the rows are
-/// contiguous.
+/// contiguous on the host (where it lets the loops vectorise; a GPU gains nothing from it, so
+/// its kernels are compiled once).
 template <template <class, bool, bool> class Kernel, bool Log, class Backend, class T, class... Pointers>
 void for_each_row_of(const char* label, const Backend& backend, const RowLayout& layout, T* first, Pointers... rest) {
-  if (layout.inner == 1) for_each_row(label, backend, layout, Kernel<T, Log, true>{first, rest..., layout});
-  else for_each_row(label, backend, layout, Kernel<T, Log, false>{first, rest..., layout});
+  if constexpr (Backend::is_host) {
+    if (layout.inner == 1) return for_each_row(label, backend, layout, Kernel<T, Log, true>{first, rest..., layout});
+  }
+  for_each_row(label, backend, layout, Kernel<T, Log, false>{first, rest..., layout});
 }
 
 // softmax or log_softmax along `axis`, with its gradient.
