@@ -286,6 +286,20 @@ void register_bandwidth() {
     auto a = kten::rand({n}, d, 1);
     timed(state, d, bytes, [&] { kten::norm(a); });
   });
+  benchmark::RegisterBenchmark("bandwidth/max", [=](benchmark::State& state) {
+    auto a = kten::rand({n}, d, 1);
+    timed(state, d, bytes, [&] { kten::max(a); });
+  });
+  // Along an axis: the columns (axis 0, a bias gradient's fold) and logsumexp over rows of 1024
+  // (an exp per element, as softmax, but one read and a write of one number per row).
+  benchmark::RegisterBenchmark("bandwidth/sum_axis0", [=](benchmark::State& state) {
+    auto x = kten::rand({rows, cols}, d, 1);
+    timed(state, d, bytes, [&] { kten::sum(x, 0); });
+  });
+  benchmark::RegisterBenchmark("bandwidth/logsumexp", [=](benchmark::State& state) {
+    auto x = kten::rand({rows, cols}, d, 1);
+    timed(state, d, bytes, [&] { kten::logsumexp(x, 1); });
+  });
   if (!d.is_cpu()) return;
   // Eigen, the library a C++ user would otherwise write this with (coefficient-wise: one thread).
   benchmark::RegisterBenchmark("bandwidth/eigen_fma", [=](benchmark::State& state) {
@@ -844,7 +858,7 @@ void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>
     }
     std::ofstream bw(out / "bandwidth.dat");
     int i = 0;
-    for (const char* k : {"triad", "copy", "read", "deep_copy", "fma", "a*b+c", "exp", "sum", "norm", "eigen_fma", "eigen_exp"})
+    for (const char* k : {"triad", "copy", "read", "deep_copy", "fma", "a*b+c", "exp", "sum", "norm", "max", "eigen_fma", "eigen_exp"})
       bw << i++ << " \"" << k << "\" " << rate(std::string("bandwidth/") + k) / 1e9 << '\n';
     const std::string vendor = config.device.is_cpu() ? "OpenBLAS" : kten::perf::gpu_blas_name();
     std::ofstream gp(out / "plots.gp");
@@ -973,6 +987,12 @@ int main(int argc, char* argv[]) {
                   ratio(rate("bandwidth/sum"), read.first), true});
   rows.push_back({"norm_vs_read", "norm bytes/s vs a read" + limit + read.second + ")", ">= 0.85",
                   ratio(rate("bandwidth/norm"), read.first), true});
+  rows.push_back({"max_vs_read", "max (NaN-propagating) bytes/s vs a read", ">= 0.85",
+                  ratio(rate("bandwidth/max"), read.first), true});
+  rows.push_back({"sum_axis0_vs_read", "sum over the columns of rows of 1024, bytes/s vs a read", ">= 0.85",
+                  ratio(rate("bandwidth/sum_axis0"), read.first), true});
+  rows.push_back({"logsumexp_vs_read", "logsumexp over rows of 1024, bytes/s vs a read", ">= 0.80",
+                  ratio(rate("bandwidth/logsumexp"), read.first), true});
   rows.push_back({"copy_vs_deep_copy", "the copy baseline (" + copy.second + ") vs Kokkos::deep_copy (memcpy)",
                   "(informative)", ratio(copy.first, rate("bandwidth/deep_copy"))});
   if (cpu) {

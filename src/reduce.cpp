@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <kten/ops.hpp>
@@ -116,23 +117,30 @@ struct AxisKernel {
 };
 
 // Host, reducing an axis with inner > 1 (columns): each index folds a block of up to `Width`
-// adjacent outputs, sweeping the reduced axis row by row, so the loads are contiguous and
-// vectorise; one output per index would read with stride `inner`.
+// adjacent outputs (256 bytes: eight AVX2 registers of partial results), sweeping the reduced axis
+// row by row, so the loads are contiguous and vectorise; one output per index would read with
+// stride `inner`. A whole block's width is a compile-time constant, so its partial results stay in
+// registers (a run-time width keeps them in memory: 1.7x slower).
 template <class T, class Reduction>
 struct HostColumnsKernel {
-  static constexpr std::int64_t Width = 64;
+  static constexpr std::int64_t Width = 256 / sizeof(T);
   const T* x;
   T* out;
   std::int64_t len, inner, blocks_per_outer;  // blocks of Width outputs per outer index
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t index) const {
-    const std::int64_t o = index / blocks_per_outer, j0 = (index % blocks_per_outer) * Width;
-    const std::int64_t width = inner - j0 < Width ? inner - j0 : Width;
-    const T* p = x + o * len * inner + j0;
+  template <class BlockWidth>
+  KOKKOS_INLINE_FUNCTION void fold(const T* p, T* o, BlockWidth width) const {
     T acc[Width];
     for (std::int64_t j = 0; j < Width; ++j) acc[j] = Reduction::template identity<T>();
     for (std::int64_t k = 0; k < len; ++k)
       for (std::int64_t j = 0; j < width; ++j) acc[j] = Reduction::combine(acc[j], Reduction::prepare(p[k * inner + j]));
-    for (std::int64_t j = 0; j < width; ++j) out[o * inner + j0 + j] = Reduction::finish(acc[j], len);
+    for (std::int64_t j = 0; j < width; ++j) o[j] = Reduction::finish(acc[j], len);
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t index) const {
+    const std::int64_t o = index / blocks_per_outer, j0 = (index % blocks_per_outer) * Width;
+    const T* p = x + o * len * inner + j0;
+    T* block_out = out + o * inner + j0;
+    if (inner - j0 >= Width) return fold(p, block_out, std::integral_constant<std::int64_t, Width>{});
+    fold(p, block_out, inner - j0);
   }
 };
 

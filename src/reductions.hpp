@@ -12,15 +12,19 @@
 
 namespace kten::detail {
 
-/// \brief max that propagates NaN: NaN wins over any number, whichever side it is on.
+/// \brief max that propagates NaN: NaN wins over any number, whichever side it is on. Two plain
+/// selects (`acc` stays when it is NaN, as nothing compares greater; a NaN `v` replaces it), which
+/// compilers turn into a vector max and a blend; one select with `||` stays a branch per element.
 template <class T>
 KOKKOS_INLINE_FUNCTION T nan_max(T acc, T v) {
-  return (acc != acc || v <= acc) ? acc : v;
+  const T larger = v > acc ? v : acc;
+  return v != v ? v : larger;
 }
 /// \brief min that propagates NaN, as nan_max.
 template <class T>
 KOKKOS_INLINE_FUNCTION T nan_min(T acc, T v) {
-  return (acc != acc || v >= acc) ? acc : v;
+  const T smaller = v < acc ? v : acc;
+  return v != v ? v : smaller;
 }
 
 // Reductions: what to accumulate (from its identity), how to finish and the kernel label: sum,

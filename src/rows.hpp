@@ -65,7 +65,6 @@ struct HostRow : OneThreadLoops {
     for (int l = 0; l < Lanes; ++l) lane[l] = Reduction::template identity<T>();
     std::int64_t k = 0;
     for (; k + Lanes <= n; k += Lanes) {
-      KTEN_UNROLL
       for (int l = 0; l < Lanes; ++l) lane[l] = Reduction::combine(lane[l], f(k + l));
     }
     for (; k < n; ++k) lane[0] = Reduction::combine(lane[0], f(k));

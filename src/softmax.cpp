@@ -1,8 +1,7 @@
 // softmax, log_softmax and logsumexp along one axis, each with its gradient. Every one starts by
-// subtracting the axis' max, so exp never overflows. softmax and log_softmax and their gradients
-// are row kernels (rows.hpp): bandwidth-bound, one read of the input(s) from memory and one write,
-// the row's further passes from cache. logsumexp is composed from the reduction and elementwise
-// kernels.
+// subtracting the axis' max, so exp never overflows. All six are row kernels (rows.hpp):
+// bandwidth-bound, one read of the input(s) from memory and one write, the row's further passes
+// from cache.
 #include <cmath>
 
 #include <kten/ops.hpp>
@@ -16,22 +15,6 @@
 namespace kten {
 namespace detail {
 namespace {
-
-/// \brief exp(x - m) in one pass: the shifted exponentials without a temporary x - m.
-struct ExpOfDifference {
-  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T m) const { return exp_approx(x - m); }
-};
-/// \brief log(s) + m: logsumexp from the sum of the shifted exponentials and the shift.
-struct LogPlus {
-  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T s, T m) const { return math::log(s) + m; }
-};
-/// \brief The shift logsumexp subtracts: the max, or 0 where the max is infinite (as PyTorch), so
-/// that a slice of -inf gives log(0) + 0 = -inf and one holding +inf gives +inf, not inf - inf.
-struct FiniteOrZero {
-  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T m) const {
-    return m == static_cast<T>(INFINITY) || m == static_cast<T>(-INFINITY) ? T(0) : m;
-  }
-};
 
 // The axis as a one-axis reduction, its extent kept as 1 (checks x and the axis).
 ReducedAxes one_axis(const char* op, const Tensor& x, int axis) {
@@ -102,15 +85,58 @@ struct SoftmaxGradRow {
   }
 };
 
-/// \brief for_each_row of Kernel<T, Log, Unit>{pointers..., layout}, Unit when the rows are
-/// contiguous on the host (where it lets the loops vectorise; a GPU gains nothing from it, so
-/// its kernels are compiled once).
-template <template <class, bool, bool> class Kernel, bool Log, class Backend, class T, class... Pointers>
+/// \brief logsumexp of a row: log(s) + m, s the sum of exp(x - m), m the row's max, or 0 when
+/// that max is infinite (as PyTorch), so that a row of -inf gives log(0) + 0 = -inf and one holding
+/// +inf gives +inf, not inf - inf; an empty row gives -inf. NaN propagates through the sum. (Unit as
+/// for SoftmaxRow.)
+template <class T, bool Unit>
+struct LogSumExpRow {
+  const T* x;
+  T* y;
+  RowLayout layout;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
+    const T* xr = x + layout.start(r);
+    const std::int64_t n = layout.len, s = Unit ? 1 : layout.inner;
+    const T max = row.template fold<MaxOfNumbers, T>(n, [&](std::int64_t k) { return xr[k * s]; });
+    const T m = max == static_cast<T>(INFINITY) || max == static_cast<T>(-INFINITY) ? T(0) : max;
+    const T sum = row_sum<T>(row, n, [&](std::int64_t k) { return exp_approx(xr[k * s] - m); });
+    row.once([&]() { y[r] = math::log(sum) + m; });
+  }
+};
+
+/// \brief The gradient of logsumexp y along a row: g * exp(x - y), g and y one number per row.
+template <class T, bool Unit>
+struct LogSumExpGradRow {
+  const T* x;
+  const T* y;
+  const T* g;
+  T* dx;
+  RowLayout layout;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
+    const std::int64_t start = layout.start(r), n = layout.len, s = Unit ? 1 : layout.inner;
+    const T yr = y[r], gr = g[r];
+    row.for_each(n, [&](std::int64_t k) { dx[start + k * s] = gr * exp_approx(x[start + k * s] - yr); });
+  }
+};
+
+/// \brief softmax's (Log false) or log_softmax's (Log true) row kernels.
+template <bool Log>
+struct SoftmaxRows {
+  template <class T, bool Unit> using Forward = SoftmaxRow<T, Log, Unit>;
+  template <class T, bool Unit> using Backward = SoftmaxGradRow<T, Log, Unit>;
+};
+
+/// \brief for_each_row of Kernel<T, Unit>{pointers..., layout}, Unit when the rows are contiguous
+/// on the host (where it lets the loops vectorise; a GPU gains nothing from it, so its kernels are
+/// compiled once).
+template <template <class, bool> class Kernel, class Backend, class T, class... Pointers>
 void for_each_row_of(const char* label, const Backend& backend, const RowLayout& layout, T* first, Pointers... rest) {
   if constexpr (Backend::is_host) {
-    if (layout.inner == 1) return for_each_row(label, backend, layout, Kernel<T, Log, true>{first, rest..., layout});
+    if (layout.inner == 1) return for_each_row(label, backend, layout, Kernel<T, true>{first, rest..., layout});
   }
-  for_each_row(label, backend, layout, Kernel<T, Log, false>{first, rest..., layout});
+  for_each_row(label, backend, layout, Kernel<T, false>{first, rest..., layout});
 }
 
 // softmax or log_softmax along `axis`, with its gradient.
@@ -121,14 +147,14 @@ Tensor softmax_along(const char* op, const char* grad_op, const Tensor& x_in, in
   const RowLayout layout = row_layout(x.shape(), axis);
   Tensor y = empty(x.shape(), x.device(), x.dtype());
   launch(op, [&](const auto& backend, auto* px, auto* py) {
-    for_each_row_of<SoftmaxRow, Log>(op, backend, layout, px, py);
+    for_each_row_of<SoftmaxRows<Log>::template Forward>(op, backend, layout, px, py);
   }, x, y);
   if (recording(x_in))
     record(op, y, {&x_in}, [y = saved(y), layout, grad_op](const Tensor& g_in, const Needs&) {
       const Tensor g = g_in.contiguous();
       Tensor dx = empty(g.shape(), g.device(), g.dtype());
       launch(grad_op, [&](const auto& backend, auto* py, auto* pg, auto* pdx) {
-        for_each_row_of<SoftmaxGradRow, Log>(grad_op, backend, layout, py, pg, pdx);
+        for_each_row_of<SoftmaxRows<Log>::template Backward>(grad_op, backend, layout, py, pg, pdx);
       }, y, g, dx);
       return Grads{dx};
     });
@@ -148,19 +174,23 @@ Tensor log_softmax(const Tensor& x, int axis) {
 
 Tensor logsumexp(const Tensor& x_in, int axis, bool keepdim) {
   constexpr const char* op = "kten::logsumexp";
+  constexpr const char* grad_op = "kten::logsumexp_grad";
   const ReducedAxes r = one_axis(op, x_in, axis);
-  const Tensor x = x_in.detach();
-  Tensor y;  // keepdim's shape
-  if (r.len == 0) {
-    y = full(r.keepdim, -INFINITY, x.device(), x.dtype());  // log(0)
-  } else {
-    const Tensor shift = unary<FiniteOrZero>(op, max(x, {axis}, true));
-    y = elementwise_binary(op, sum(elementwise_binary(op, x, shift, ExpOfDifference{}), {axis}, true), shift, LogPlus{});
-  }
+  const Tensor x = x_in.detach().contiguous();  // a copy only for a strided view
+  const RowLayout layout = row_layout(x.shape(), axis);
+  Tensor y = empty(r.keepdim, x.device(), x.dtype());
+  launch(op, [&](const auto& backend, auto* px, auto* py) {
+    for_each_row_of<LogSumExpRow>(op, backend, layout, px, py);
+  }, x, y);
   Tensor out = keepdim ? y : y.reshape(r.kept);
   if (recording(x_in))
-    record(op, out, {&x_in}, [x = saved(x_in), y = saved(y), r](const Tensor& g, const Needs&) {
-      return Grads{g.reshape(r.keepdim) * elementwise_binary("kten::logsumexp_grad", x, y, ExpOfDifference{})};
+    record(op, out, {&x_in}, [x = saved(x), y = saved(y), layout, keepdim_shape = r.keepdim, grad_op](const Tensor& g_in, const Needs&) {
+      const Tensor g = g_in.reshape(keepdim_shape).contiguous();
+      Tensor dx = empty(x.shape(), x.device(), x.dtype());
+      launch(grad_op, [&](const auto& backend, auto* px, auto* py, auto* pg, auto* pdx) {
+        for_each_row_of<LogSumExpGradRow>(grad_op, backend, layout, px, py, pg, pdx);
+      }, x, y, g, dx);
+      return Grads{dx};
     });
   return out;
 }

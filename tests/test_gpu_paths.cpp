@@ -151,6 +151,28 @@ TEST_CASE("max is -inf over -inf and NaN wherever a NaN is, on every device and 
   CHECK(grid_columns[99] == 1.f);
   CHECK(std::isnan(sum(grid, 0).to_vector<float>()[77]));
   CHECK(std::isnan(sum(grid, 1).to_vector<float>()[0]));
+  // A NaN early in a long row stays NaN through every larger (for max) and smaller (for min)
+  // number after it in its lane; one in a row's tail too; 20000 elements are several parts.
+  for (DType dtype : {float32, float64}) {
+    CAPTURE(dtype);
+    std::vector<double> long_rows(3000);
+    for (std::size_t i = 0; i < long_rows.size(); ++i) long_rows[i] = (i % 2 ? 1e30 : -1e30) * (1.0 + i);
+    long_rows[5] = std::nan("");     // row 0, among the first lanes
+    long_rows[1000 + 998] = std::nan("");  // row 1, in the tail after the last whole set of lanes
+    const Tensor x = tensor(long_rows, d).reshape({3, 1000}).astype(dtype);
+    for (const Tensor& folded : {max(x, 1), min(x, 1)}) {
+      const auto v = folded.astype(float64).to_vector<double>();
+      CHECK(std::isnan(v[0]));
+      CHECK(std::isnan(v[1]));
+      CHECK(std::isfinite(v[2]));
+    }
+    std::vector<double> parts(20000, 1.0);
+    parts[3] = std::nan("");
+    parts[19999] = 1e300;
+    const Tensor whole = tensor(parts, d).astype(dtype);
+    CHECK(std::isnan(max(whole).astype(float64).item<double>()));
+    CHECK(std::isnan(min(-whole).astype(float64).item<double>()));
+  }
 }
 
 TEST_CASE("a pinned buffer is not rewritten while a copy to a GPU may still read it", "[gpu-path][multidevice]") {

@@ -214,7 +214,7 @@ TEST_CASE("LayerNorm's gradients match finite differences, for the input, weight
                         {randn({2, 2, 3}, cpu(), 4, float64), randn({3}, cpu(), 5, float64), randn({3}, cpu(), 6, float64)});
 }
 
-TEST_CASE("LayerNorm, softmax and log_softmax over rows longer than the host's lanes match float64 references",
+TEST_CASE("LayerNorm, softmax, log_softmax and logsumexp over rows longer than the host's lanes match float64 references",
           "[layers][grad]") {
   // Rows of 1000 (the host folds a row in 32 float or 16 double lanes, then a tail; a GPU's team
   // splits it among its threads), one nearly constant row included.
@@ -226,7 +226,7 @@ TEST_CASE("LayerNorm, softmax and log_softmax over rows longer than the host's l
     CAPTURE(dtype);
     const Tensor x = x64.astype(dtype);
     const auto hx = test::host_doubles<double>(x.astype(float64));  // what the kernels read
-    std::vector<double> norm(hx.size()), soft(hx.size()), log_soft(hx.size());
+    std::vector<double> norm(hx.size()), soft(hx.size()), log_soft(hx.size()), log_sum(rows);
     for (std::int64_t r = 0; r < rows; ++r) {
       const double* row = hx.data() + r * n;
       double mean = 0, var = 0, top = row[0], sum_exp = 0;
@@ -234,6 +234,7 @@ TEST_CASE("LayerNorm, softmax and log_softmax over rows longer than the host's l
       for (std::int64_t j = 0; j < n; ++j) var += (row[j] - mean) * (row[j] - mean) / n;
       for (std::int64_t j = 0; j < n; ++j) top = std::max(top, row[j]);
       for (std::int64_t j = 0; j < n; ++j) sum_exp += std::exp(row[j] - top);
+      log_sum[r] = top + std::log(sum_exp);
       for (std::int64_t j = 0; j < n; ++j) {
         norm[r * n + j] = (row[j] - mean) / std::sqrt(var + 1e-5);
         soft[r * n + j] = std::exp(row[j] - top) / sum_exp;
@@ -245,6 +246,7 @@ TEST_CASE("LayerNorm, softmax and log_softmax over rows longer than the host's l
     check_values(ln(x), norm);
     check_values(softmax(x, 1), soft);
     check_values(log_softmax(x, -1), log_soft);
+    check_values(logsumexp(x, 1), log_sum);
   }
   // float32 on a nearly constant row with a small eps (rstd ~ 7000): the weight's gradient uses the
   // centring of the forward (mean and its correction apart; mean + correction rounds to the mean).
@@ -270,6 +272,7 @@ TEST_CASE("LayerNorm, softmax and log_softmax over rows longer than the host's l
                         {rows_of(2, 100), randn({100}, cpu(), 10, float64), randn({100}, cpu(), 11, float64)});
   test::check_gradients("softmax, rows of 100", [](const V& v) { return softmax(v[0], 1); }, {rows_of(2, 100)});
   test::check_gradients("log_softmax, rows of 100", [](const V& v) { return log_softmax(v[0], 1); }, {rows_of(2, 100)});
+  test::check_gradients("logsumexp, rows of 100", [](const V& v) { return logsumexp(v[0], 1); }, {rows_of(2, 100)});
 }
 
 TEST_CASE("LayerNorm refuses inputs and settings that do not fit", "[layers]") {
