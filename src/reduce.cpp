@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <kten/ops.hpp>
@@ -127,8 +126,10 @@ struct HostColumnsKernel {
   const T* x;
   T* out;
   std::int64_t len, inner, blocks_per_outer;  // blocks of Width outputs per outer index
-  template <class BlockWidth>
-  KOKKOS_INLINE_FUNCTION void fold(const T* p, T* o, BlockWidth width) const {
+  /// \brief Folds `Fixed` columns (a whole block), or `width` when Fixed is 0.
+  template <std::int64_t Fixed>
+  KOKKOS_INLINE_FUNCTION void fold(const T* p, T* o, std::int64_t width) const {
+    if (Fixed) width = Fixed;
     T acc[Width];
     for (std::int64_t j = 0; j < Width; ++j) acc[j] = Reduction::template identity<T>();
     for (std::int64_t k = 0; k < len; ++k)
@@ -139,8 +140,8 @@ struct HostColumnsKernel {
     const std::int64_t o = index / blocks_per_outer, j0 = (index % blocks_per_outer) * Width;
     const T* p = x + o * len * inner + j0;
     T* block_out = out + o * inner + j0;
-    if (inner - j0 >= Width) return fold(p, block_out, std::integral_constant<std::int64_t, Width>{});
-    fold(p, block_out, inner - j0);
+    if (inner - j0 >= Width) return fold<Width>(p, block_out, Width);
+    fold<0>(p, block_out, inner - j0);
   }
 };
 
