@@ -3,8 +3,7 @@
 // a call to the C library's exp or erf runs one element at a time. exp is Cephes' expf / exp: range
 // reduction x = k ln2 + r (|r| <= ln2/2, Cody-Waite split of ln2), a polynomial (float) or Pade (double)
 // approximation of e^r, then 2^k assembled in the exponent bits. About 1 ulp over the whole range,
-// subnormal results included; overflow gives inf, underflow 0, NaN stays NaN. Force-inlined: a
-// call left in a loop (GCC declines to inline them in a large translation unit) stops it vectorising.
+// subnormal results included; overflow gives inf, underflow 0, NaN stays NaN.
 
 #include <cmath>
 #include <cstdint>
@@ -37,7 +36,7 @@ template <> struct ExpTraits<double> {
 // whole range of k (|k| <= 1076), so er * s1 is exact and the one rounding is the last
 // product's: subnormal results, 0 and inf come out right without a branch.
 template <class T>
-KOKKOS_FORCEINLINE_FUNCTION T exp_finish(T x, T er, T k) {
+KOKKOS_INLINE_FUNCTION T exp_finish(T x, T er, T k) {
   using E = ExpTraits<T>;
   using Int = typename E::Int;
   const Int ki = static_cast<Int>(k), k1 = ki >> 1, k2 = ki - k1;
@@ -51,7 +50,7 @@ KOKKOS_FORCEINLINE_FUNCTION T exp_finish(T x, T er, T k) {
 
 // No early returns, so the loop body stays branch-free; only NaN is selected at the end. The clamp
 // sends NaN to lo, so converting k to an integer and shifting it are defined for every input.
-KOKKOS_FORCEINLINE_FUNCTION float exp_approx(float x) {
+KOKKOS_INLINE_FUNCTION float exp_approx(float x) {
   constexpr float hi = ExpTraits<float>::hi, lo = ExpTraits<float>::lo;
   const float xc = x > lo ? (x < hi ? x : hi) : lo;
   // Round to nearest by adding and removing 1.5 * 2^23 (floor() would stop GCC vectorising).
@@ -68,7 +67,7 @@ KOKKOS_FORCEINLINE_FUNCTION float exp_approx(float x) {
   return exp_finish(x, p * z + r + 1.f, k);
 }
 
-KOKKOS_FORCEINLINE_FUNCTION double exp_approx(double x) {
+KOKKOS_INLINE_FUNCTION double exp_approx(double x) {
   constexpr double hi = ExpTraits<double>::hi, lo = ExpTraits<double>::lo;
   const double xc = x > lo ? (x < hi ? x : hi) : lo;
   const double k = (xc * 1.4426950408889634073599 + 6755399441055744.0) - 6755399441055744.0;
@@ -89,7 +88,7 @@ KOKKOS_FORCEINLINE_FUNCTION double exp_approx(double x) {
 // erfc(x) e^(x^2), weighted for relative error, made for kten. At most 1.7 ulp from erf over 2.2
 // million floats spread over [-6, 6] and down to the subnormals (CUDA's erff: 2 ulp); odd, so
 // erf(-0) = -0; +-inf give +-1; NaN stays NaN (it takes the second half, where every step keeps it).
-KOKKOS_FORCEINLINE_FUNCTION float erf_from_gauss(float x, float gauss) {
+KOKKOS_INLINE_FUNCTION float erf_from_gauss(float x, float gauss) {
   constexpr float split = 0.921875f;
   const float a = x < 0.f ? -x : x;
   const float x2 = x * x;
@@ -115,10 +114,10 @@ KOKKOS_FORCEINLINE_FUNCTION float erf_from_gauss(float x, float gauss) {
 }
 
 // float64 keeps the device library's erf (no vectorised form yet), gauss unused.
-KOKKOS_FORCEINLINE_FUNCTION double erf_from_gauss(double x, double) { return compat::math::erf(x); }
+KOKKOS_INLINE_FUNCTION double erf_from_gauss(double x, double) { return compat::math::erf(x); }
 
 template <class T>
-KOKKOS_FORCEINLINE_FUNCTION T erf_approx(T x) {
+KOKKOS_INLINE_FUNCTION T erf_approx(T x) {
   if constexpr (std::is_same_v<T, float>) return erf_from_gauss(x, exp_approx(-(x * x)));
   else return erf_from_gauss(x, T(0));
 }
