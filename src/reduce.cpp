@@ -115,35 +115,55 @@ struct AxisKernel {
   }
 };
 
-// Host, reducing an axis with inner > 1 (columns): each index folds a block of up to `Width`
-// adjacent outputs (256 bytes: eight AVX2 registers of partial results), sweeping the reduced axis
-// row by row, so the loads are contiguous and vectorise; one output per index would read with
-// stride `inner`. A whole block's width is a compile-time constant, so its partial results stay in
-// registers (a run-time width keeps them in memory: 1.7x slower).
-template <class T, class Reduction>
-struct HostColumnsKernel {
-  static constexpr std::int64_t Width = 256 / sizeof(T);
+// Host, reducing an axis with inner > 1 (columns): x is `outer` blocks of `len` rows of `inner`
+// columns. Each index folds a tile, `rows_per_tile` consecutive rows of up to a page (4 KiB) of
+// adjacent columns, into one partial result per column, kept in L1: every row's segment is read
+// contiguously, a page at a time, so the loads vectorise and the hardware prefetcher and TLB keep
+// up (narrow blocks of columns swept down the rows touch a new page per row and ran at half the
+// bandwidth). Tiles depend on the shape only, so the order of combining is the same on any number
+// of threads. Prepare: the tile reads x (prepare each element); otherwise it reads partial results
+// (combine only). Finish: the tile covers every row, so it writes finished results.
+template <class T, class Reduction, bool Prepare, bool Finish>
+struct HostColumnTiles {
+  static constexpr std::int64_t Cols = 4096 / sizeof(T);
   const T* x;
-  T* out;
-  std::int64_t len, inner, blocks_per_outer;  // blocks of Width outputs per outer index
-  /// \brief Folds `Fixed` columns (a whole block), or `width` when Fixed is 0.
-  template <std::int64_t Fixed>
-  KOKKOS_INLINE_FUNCTION void fold(const T* p, T* o, std::int64_t width) const {
-    if (Fixed) width = Fixed;
-    T acc[Width];
-    for (std::int64_t j = 0; j < Width; ++j) acc[j] = Reduction::template identity<T>();
-    for (std::int64_t k = 0; k < len; ++k)
-      for (std::int64_t j = 0; j < width; ++j) acc[j] = Reduction::combine(acc[j], Reduction::prepare(p[k * inner + j]));
-    for (std::int64_t j = 0; j < width; ++j) o[j] = Reduction::finish(acc[j], len);
-  }
+  T* out;  // [outer][tiles_down][inner] partial results, or [outer][inner] finished ones
+  std::int64_t len, inner, rows_per_tile, tiles_down, tiles_across, count;  // count: the elements a result folds
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t index) const {
-    const std::int64_t o = index / blocks_per_outer, j0 = (index % blocks_per_outer) * Width;
-    const T* p = x + o * len * inner + j0;
-    T* block_out = out + o * inner + j0;
-    if (inner - j0 >= Width) return fold<Width>(p, block_out, Width);
-    fold<0>(p, block_out, inner - j0);
+    const std::int64_t across = index % tiles_across, down = (index / tiles_across) % tiles_down;
+    const std::int64_t o = index / (tiles_across * tiles_down);
+    const std::int64_t j0 = across * Cols, width = inner - j0 < Cols ? inner - j0 : Cols;
+    const std::int64_t k0 = down * rows_per_tile, k1 = len - k0 < rows_per_tile ? len : k0 + rows_per_tile;
+    T acc[Cols];
+    for (std::int64_t j = 0; j < width; ++j) acc[j] = Reduction::template identity<T>();
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const T* row = x + (o * len + k) * inner + j0;
+      for (std::int64_t j = 0; j < width; ++j) acc[j] = Reduction::combine(acc[j], Prepare ? Reduction::prepare(row[j]) : row[j]);
+    }
+    T* o_row = out + (o * tiles_down + down) * inner + j0;
+    for (std::int64_t j = 0; j < width; ++j) o_row[j] = Finish ? Reduction::finish(acc[j], count) : acc[j];
   }
 };
+
+/// \brief Host: reduces the columns of `outer` blocks of `len` x `inner` by tiles of 64 rows, then
+/// folds the tiles' partial results (a 64th of x) the same way, in one tile down.
+template <class Backend, class T, class Reduction>
+void host_column_reduction(const Backend& backend, const char* label, const T* x, T* out, std::int64_t outer,
+                           std::int64_t len, std::int64_t inner) {
+  constexpr std::int64_t rows_per_tile = 64;
+  using Last = HostColumnTiles<T, Reduction, true, true>;
+  const std::int64_t across = (inner + Last::Cols - 1) / Last::Cols, work = outer * len * inner;
+  if (len <= rows_per_tile)
+    return for_each_index(label, backend, outer * across, Last{x, out, len, inner, len, 1, across, len}, work);
+  const std::int64_t down = (len + rows_per_tile - 1) / rows_per_tile;
+  std::vector<T> partial(static_cast<std::size_t>(outer * down * inner));  // at most x's element count: fits
+  for_each_index(label, backend, outer * down * across,
+                 HostColumnTiles<T, Reduction, true, false>{x, partial.data(), len, inner, rows_per_tile, down, across, len}, work);
+  for_each_index(label, backend, outer * across,
+                 HostColumnTiles<T, Reduction, false, true>{partial.data(), out, down, inner, down, 1, across, len},
+                 outer * down * inner);
+  backend.space.fence();  // `partial` lives on this stack frame
+}
 
 template <class Backend, class T, class Reduction>
 void reduce_axis_kernel(const Backend& backend, const char* label, const T* x, T* out, std::int64_t outer,
@@ -153,17 +173,10 @@ void reduce_axis_kernel(const Backend& backend, const char* label, const T* x, T
   // stride `len`).
   if (inner == 1) return for_each_row(label, backend, RowLayout{outer, len, 1}, ReduceRow<T, Reduction>{x, out, len});
   if constexpr (Backend::is_host) {
-    // Column blocks when there are enough of them for every thread; otherwise (a bias gradient,
-    // sum(x, 0) of a narrow x) one output per index keeps the threads busy.
-    using Columns = HostColumnsKernel<T, Reduction>;
-    const std::int64_t blocks = (inner + Columns::Width - 1) / Columns::Width;
-    const std::int64_t threads = outer * inner * len < host_serial_grain ? 1 : compat::host_concurrency();
-    if (outer * blocks >= threads) {
-      for_each_index(label, backend, outer * blocks, Columns{x, out, len, inner, blocks}, outer * inner * len);
-      return;
-    }
+    return host_column_reduction<Backend, T, Reduction>(backend, label, x, out, outer, len, inner);
+  } else {
+    for_each_index(label, backend, outer * inner, AxisKernel<T, Reduction>{x, out, len, inner}, outer * inner * len);
   }
-  for_each_index(label, backend, outer * inner, AxisKernel<T, Reduction>{x, out, len, inner}, outer * inner * len);
 }
 
 // Reductions read a strided view through one contiguous copy on its device (counted in

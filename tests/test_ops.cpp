@@ -245,9 +245,10 @@ TEMPLATE_TEST_CASE("whole-tensor reductions return 0-d tensors on the device", "
 
 TEMPLATE_TEST_CASE("reductions along an axis remove that axis", "[ops][reduce]", float, double) {
   const Device d = test::device();
-  // Short axes; then rows long enough for the host's vector lanes (67), and column blocks with a
-  // partial last block (inner 67 = 64 + 3, and 70 x 67).
-  for (const Shape& shape : {Shape{3, 5, 4}, Shape{3, 70, 67}}) {
+  // Short axes; then rows long enough for the host's vector lanes (67), columns folded in tiles of
+  // 64 rows and a page of columns: one tile down (axis 0 of 3 x 70 x 67), two (axis 1), three with a
+  // partial last one, across two tiles of columns with a partial last one (axis 0 of 130 x 2 x 600).
+  for (const Shape& shape : {Shape{3, 5, 4}, Shape{3, 70, 67}, Shape{130, 2, 600}}) {
     CAPTURE(shape_str(shape));
     auto x = uniform(shape, -1.0, 1.0, d, 3, dtype_of<TestType>());
     const auto hx = host_doubles<TestType>(x);
