@@ -275,6 +275,51 @@ TEST_CASE("LayerNorm, softmax, log_softmax and logsumexp over rows longer than t
   test::check_gradients("logsumexp, rows of 100", [](const V& v) { return logsumexp(v[0], 1); }, {rows_of(2, 100)});
 }
 
+TEST_CASE("LayerNorm's gradients over many rows match a float64 reference, with and without the weight's", "[layers][grad]") {
+  // 150 rows: the weight's and bias' gradients sum chunks of 64 rows (two whole, one partial; on
+  // the host the same pass also writes dx), then the chunks' sums.
+  const Device d = test::device();
+  const std::int64_t rows = 150, n = 40;
+  const double eps = 1e-5;
+  const Tensor x = randn({rows, n}, d, 21, float64) * 2.0 + 0.5, g = randn({rows, n}, d, 22, float64);
+  const auto hx = test::host_doubles<double>(x), hg = test::host_doubles<double>(g);
+  nn::LayerNorm ln(n, eps, float64);
+  ln.to(d);
+  ln.weight().copy_from(randn({n}, d, 23, float64));
+  const auto hw = test::host_doubles<double>(ln.weight());
+  std::vector<double> dx(rows * n), dw(n, 0.0), db(n, 0.0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double* xr = hx.data() + r * n;
+    const double* gr = hg.data() + r * n;
+    double mean = 0, var = 0, mean_gw = 0, mean_gw_xhat = 0;
+    for (std::int64_t j = 0; j < n; ++j) mean += xr[j] / n;
+    for (std::int64_t j = 0; j < n; ++j) var += (xr[j] - mean) * (xr[j] - mean) / n;
+    const double rstd = 1 / std::sqrt(var + eps);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double xhat = (xr[j] - mean) * rstd;
+      mean_gw += gr[j] * hw[j] / n;
+      mean_gw_xhat += gr[j] * hw[j] * xhat / n;
+      dw[j] += gr[j] * xhat;
+      db[j] += gr[j];
+    }
+    for (std::int64_t j = 0; j < n; ++j)
+      dx[r * n + j] = rstd * (gr[j] * hw[j] - mean_gw - (xr[j] - mean) * rstd * mean_gw_xhat);
+  }
+  for (bool params : {true, false}) {
+    CAPTURE(params);
+    for (auto& p : ln.named_parameters()) p.slot->value.requires_grad_(params);
+    ln.zero_grad();
+    Tensor xg = x.detach();
+    xg.requires_grad_();
+    ln(xg).backward(g);
+    check_values(xg.grad(), dx);
+    if (params) {
+      check_values(ln.weight().grad(), dw);
+      check_values(ln.bias().grad(), db);
+    }
+  }
+}
+
 TEST_CASE("LayerNorm refuses inputs and settings that do not fit", "[layers]") {
   const Device d = test::device();
   nn::LayerNorm ln(4);

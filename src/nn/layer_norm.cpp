@@ -1,8 +1,9 @@
 // LayerNorm over the last axis as one op with its gradient: row kernels (rows.hpp), bandwidth-bound.
 // The forward reads each row once from memory and writes it once (its other passes read the row
 // from cache) and keeps each row's mean, the correction c below and 1 / sqrt(var + eps) for the
-// backward pass, which reads x and the gradient once more to write dx, and once more for the
-// weight's and bias' gradients (sums down the rows: partial sums per chunk of rows, then theirs).
+// backward pass, which reads x and the gradient once more to write dx and, on the host in the same
+// pass, the weight's and bias' gradients (sums down the rows: partial sums per chunk of rows, then
+// theirs; a GPU reads x and g once more for them).
 #include "nn/kernels.hpp"
 
 #include <algorithm>
@@ -119,14 +120,37 @@ struct LayerNormParamPartials {
     T* pw = partial_w + part * n;
     T* pb = partial_b + part * n;
     for (std::int64_t j = j0; j < j1; ++j) pw[j] = pb[j] = T(0);
+    for (std::int64_t r = part * chunk; r < r1; ++r) add_row(r, pw, pb, j0, j1);
+  }
+  /// \brief Adds row r's g * xhat and g, columns [j0, j1), to a chunk's partial rows.
+  KOKKOS_INLINE_FUNCTION void add_row(std::int64_t r, T* pw, T* pb, std::int64_t j0, std::int64_t j1) const {
+    const T* xr = x + r * n;
+    const T* gr = g + r * n;
+    const Centring<T> centring = stats.of(r);
+    for (std::int64_t j = j0; j < j1; ++j) {
+      pw[j] += gr[j] * centring.xhat(xr[j]);
+      pb[j] += gr[j];
+    }
+  }
+};
+
+/// \brief Host, when dx and the weight's or bias' gradient are all wanted: one thread per chunk
+/// of rows writes each row's dx (LayerNormGradRow) and then adds the row, still in L1, to the
+/// chunk's partial rows (LayerNormParamPartials), so x and g are read from memory once, not twice.
+/// The same chunks and order as the two kernels apart, so the same results.
+template <class T>
+struct LayerNormGradChunk {
+  LayerNormGradRow<T> dx_row;
+  LayerNormParamPartials<T> partials;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t part) const {
+    const std::int64_t n = partials.n, chunk = partials.chunk;
+    const std::int64_t r1 = (part + 1) * chunk < partials.rows ? (part + 1) * chunk : partials.rows;
+    T* pw = partials.partial_w + part * n;
+    T* pb = partials.partial_b + part * n;
+    for (std::int64_t j = 0; j < n; ++j) pw[j] = pb[j] = T(0);
     for (std::int64_t r = part * chunk; r < r1; ++r) {
-      const T* xr = x + r * n;
-      const T* gr = g + r * n;
-      const Centring<T> centring = stats.of(r);
-      for (std::int64_t j = j0; j < j1; ++j) {
-        pw[j] += gr[j] * centring.xhat(xr[j]);
-        pb[j] += gr[j];
-      }
+      dx_row(r, HostRow{});
+      partials.add_row(r, pw, pb, 0, n);
     }
   }
 };
@@ -170,31 +194,32 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
            [x, w = saved(weight).contiguous(), mean, c, rstd, rows, n, grad_op](const Tensor& g_in, const Needs& needs) {
              const Tensor g = g_in.contiguous();
              Grads grads(3);
-             if (needs[0]) {
-               grads[0] = empty(x.shape(), x.device(), x.dtype());
-               launch(grad_op, [&](const auto& backend, auto* px, auto* pg, auto* pw, auto* pmean, auto* pc, auto* prstd, auto* pdx) {
-                 using T = std::remove_pointer_t<decltype(px)>;
-                 for_each_row(grad_op, backend, RowLayout{rows, n, 1},
-                              LayerNormGradRow<T>{px, pg, pw, {pmean, pc, prstd}, pdx, n});
-               }, x, g, w, mean, c, rstd, grads[0]);
-             }
-             if (needs[1] || needs[2]) {
-               // Chunks of at least 64 rows, at most 256 of them: the partials stay small.
-               const std::int64_t chunk = std::max<std::int64_t>(64, (rows + 255) / 256);
-               const std::int64_t chunks = (rows + chunk - 1) / chunk;
-               const Tensor partial_w = empty({chunks, n}, x.device(), x.dtype()), partial_b = empty({chunks, n}, x.device(), x.dtype());
-               const Tensor dw = empty({n}, x.device(), x.dtype()), db = empty({n}, x.device(), x.dtype());
-               launch(grad_op, [&](const auto& backend, auto* px, auto* pg, auto* pmean, auto* pc, auto* prstd, auto* ppw, auto* ppb,
-                                   auto* pdw, auto* pdb) {
-                 using T = std::remove_pointer_t<decltype(px)>;
-                 constexpr bool host = std::decay_t<decltype(backend)>::is_host;
-                 for_each_index(grad_op, backend, host ? chunks : chunks * n,
-                                LayerNormParamPartials<T>{px, pg, {pmean, pc, prstd}, ppw, ppb, rows, n, chunk, !host}, rows * n);
-                 for_each_index(grad_op, backend, n, ParamGradFold<T>{ppw, ppb, pdw, pdb, chunks, n}, chunks * n);
-               }, x, g, mean, c, rstd, partial_w, partial_b, dw, db);
-               if (needs[1]) grads[1] = dw;
-               if (needs[2]) grads[2] = db;
-             }
+             if (needs[0]) grads[0] = empty(x.shape(), x.device(), x.dtype());
+             const bool params = needs[1] || needs[2];
+             // Chunks of at least 64 rows, at most 256 of them: the partials stay small.
+             const std::int64_t chunk = std::max<std::int64_t>(64, (rows + 255) / 256);
+             const std::int64_t chunks = params ? (rows + chunk - 1) / chunk : 0;
+             const Tensor partial_w = empty({chunks, n}, x.device(), x.dtype()), partial_b = empty({chunks, n}, x.device(), x.dtype());
+             const Tensor dw = empty({params ? n : 0}, x.device(), x.dtype()), db = empty({params ? n : 0}, x.device(), x.dtype());
+             launch(grad_op, [&](const auto& backend, auto* px, auto* pg, auto* pw, auto* pmean, auto* pc, auto* prstd, auto* pdx,
+                                 auto* ppw, auto* ppb, auto* pdw, auto* pdb) {
+               using T = std::remove_pointer_t<decltype(px)>;
+               constexpr bool host = std::decay_t<decltype(backend)>::is_host;
+               const LayerNormGradRow<T> dx_row{px, pg, pw, {pmean, pc, prstd}, pdx, n};
+               const LayerNormParamPartials<T> partials{px, pg, {pmean, pc, prstd}, ppw, ppb, rows, n, chunk, !host};
+               bool fused = false;  // dx and the partials in one pass (host only; a chunk for every thread)
+               if constexpr (host) {
+                 if (needs[0] && params && chunks >= compat::host_concurrency()) {
+                   for_each_index(grad_op, backend, chunks, LayerNormGradChunk<T>{dx_row, partials}, rows * n);
+                   fused = true;
+                 }
+               }
+               if (needs[0] && !fused) for_each_row(grad_op, backend, RowLayout{rows, n, 1}, dx_row);
+               if (params && !fused) for_each_index(grad_op, backend, host ? chunks : chunks * n, partials, rows * n);
+               if (params) for_each_index(grad_op, backend, n, ParamGradFold<T>{ppw, ppb, pdw, pdb, chunks, n}, chunks * n);
+             }, x, g, w, mean, c, rstd, needs[0] ? grads[0] : empty({0}, x.device(), x.dtype()), partial_w, partial_b, dw, db);
+             if (needs[1]) grads[1] = dw;
+             if (needs[2]) grads[2] = db;
              return grads;
            });
   return y;
