@@ -34,6 +34,7 @@ KOKKOS_INLINE_FUNCTION T nan_min(T acc, T v) {
 struct SumReduction {
   static constexpr const char* label = "kten::sum";
   static constexpr const char* extreme = nullptr;
+  static constexpr bool selects = false;  // true where combine is a select (max, min)
   static constexpr bool has_finish = false;
   template <class T> static KOKKOS_INLINE_FUNCTION T identity() { return T(0); }
   template <class T> static KOKKOS_INLINE_FUNCTION T prepare(T v) { return v; }
@@ -68,12 +69,14 @@ struct SquaredDeviationReduction : NormReduction {
 struct MaxReduction : SumReduction {
   static constexpr const char* label = "kten::max";
   static constexpr const char* extreme = "largest";
+  static constexpr bool selects = true;
   template <class T> static KOKKOS_INLINE_FUNCTION T identity() { return static_cast<T>(-INFINITY); }
   template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return nan_max(acc, v); }
 };
 struct MinReduction : SumReduction {
   static constexpr const char* label = "kten::min";
   static constexpr const char* extreme = "smallest";
+  static constexpr bool selects = true;
   template <class T> static KOKKOS_INLINE_FUNCTION T identity() { return static_cast<T>(INFINITY); }
   template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return nan_min(acc, v); }
 };
