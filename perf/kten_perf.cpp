@@ -243,7 +243,8 @@ void register_bandwidth() {
   // Row operations over rows of 1024 floats, and an activation, forward and forward + backward.
   // Their work is the least traffic there is: the forward reads x and writes y (2n floats); the
   // backward reads its saved tensor and the gradient and writes dx (3n more). LayerNorm's weight
-  // and bias gradients take one more read of x and g, not counted.
+  // and bias gradients come from the same pass on the host (a GPU reads x and g once more, not
+  // counted).
   // Each op is made inside its benchmark (LayerNorm's parameters must not outlive Kokkos).
   using Op = std::function<Tensor(const Tensor&)>;
   const std::int64_t cols = 1024, rows = n / cols;

@@ -110,12 +110,14 @@ void require_within_ulps(const std::vector<T>& a, const std::vector<T>& b, int u
 
 /// cpu(): parts of host_serial_grain elements (one part below it), each folded into the 128 bytes
 /// of lanes of HostPartsKernel (reduce.cpp) in order, a tail of fewer than a lane row going into
-/// lane 0; the lanes are then added into lane 0, and the parts' results added in order.
+/// lane 0; the lanes are then added pairwise (log2 lanes levels), and the parts' results added in
+/// order.
 template <class T>
 double cpu_sum_depth(std::int64_t n) {
   const std::int64_t lanes = 128 / sizeof(T), grain = detail::host_serial_grain;
   const std::int64_t parts = n <= grain ? 1 : (n + grain - 1) / grain, len = std::min(n, grain);
-  return double((len + lanes - 1) / lanes + 2 * (lanes - 1) + parts);
+  const std::int64_t levels = lanes == 32 ? 5 : 4;
+  return double((len + lanes - 1) / lanes + (lanes - 1) + levels + parts);
 }
 
 /// The GPU path. Emulated: Kokkos' OpenMP reduction, in which each of the T host threads adds a
