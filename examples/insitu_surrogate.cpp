@@ -230,8 +230,8 @@ int main(int argc, char* argv[]) {
     kten::dist::abort(e.what());  // the other ranks may be waiting for this one
   }
 #else
-  kten::ScopeGuard guard(argc, argv);
-  try {
+  try {  // the guard too: a GPU build on a node without a usable GPU throws here, and says why
+    kten::ScopeGuard guard(argc, argv);
     Options options;
     if (!parse(argc, argv, options)) return 2;
     return run(Ranks{}, options.checkpoint, options.steps_per_phase);

@@ -39,8 +39,8 @@ void report_matmul(const kten::Device& d, std::int64_t n, int reps) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  kten::ScopeGuard guard(argc, argv);
-  try {
+  try {  // the guard too: a GPU build on a node without a usable GPU throws here, and says why
+    kten::ScopeGuard guard(argc, argv);
     const kten::Device d = argc > 1 ? parse_device(argv[1]) : kten::try_gpu();
     kten::require_available(d);
 

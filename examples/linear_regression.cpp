@@ -6,8 +6,8 @@
 #include <kten/kten.hpp>
 
 int main(int argc, char* argv[]) {
-  kten::ScopeGuard guard(argc, argv);
-  try {
+  try {  // the guard too: a GPU build on a node without a usable GPU throws here, and says why
+    kten::ScopeGuard guard(argc, argv);
     const std::string choice = argc > 1 ? argv[1] : "";
     const int gpus = choice == "cpu" ? 0 : 1;
     kten::data::SyntheticRegression data({2.f, -3.4f}, 4.2f, /*noise=*/0.01f, /*num_train=*/1000,

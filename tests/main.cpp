@@ -2,6 +2,7 @@
 // tests (what CTest does to discover them) needs no Kokkos, so it works where the build's GPU
 // backend cannot start (a CUDA build on a machine without a GPU).
 #include <cstring>
+#include <iostream>
 #include <memory>
 
 #include <catch2/catch_session.hpp>
@@ -15,6 +16,11 @@ int main(int argc, char* argv[]) {
   bool listing = false;
   for (int i = 1; i < argc; ++i) listing = listing || std::strncmp(argv[i], "--list", 6) == 0;
   std::unique_ptr<kten::ScopeGuard> guard;
-  if (!listing) guard = std::make_unique<kten::ScopeGuard>(argc, argv);
+  try {  // a GPU build on a node without a usable GPU throws here: say why, no abort
+    if (!listing) guard = std::make_unique<kten::ScopeGuard>(argc, argv);
+  } catch (const kten::Error& e) {
+    std::cerr << e.what() << '\n';
+    return 1;
+  }
   return Catch::Session().run(argc, argv);
 }

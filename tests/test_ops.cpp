@@ -248,7 +248,9 @@ TEMPLATE_TEST_CASE("reductions along an axis remove that axis", "[ops][reduce]",
   // Short axes; then rows long enough for the host's vector lanes (67), columns folded in tiles of
   // 64 rows and a page of columns: one tile down (axis 0 of 3 x 70 x 67), two (axis 1), three with a
   // partial last one, across two tiles of columns with a partial last one (axis 0 of 130 x 2 x 600).
-  for (const Shape& shape : {Shape{3, 5, 4}, Shape{3, 70, 67}, Shape{130, 2, 600}}) {
+  // A GPU folds columns by levels of 64-row tiles: axis 0 of 4200 x 2 x 3 takes three (4200 rows,
+  // then 66 partial results, then 2).
+  for (const Shape& shape : {Shape{3, 5, 4}, Shape{3, 70, 67}, Shape{130, 2, 600}, Shape{4200, 2, 3}}) {
     CAPTURE(shape_str(shape));
     auto x = uniform(shape, -1.0, 1.0, d, 3, dtype_of<TestType>());
     const auto hx = host_doubles<TestType>(x);
