@@ -9,7 +9,7 @@
 #  - pick an element type (with_dtype, with_any_dtype, with_element_type) or turn a tensor's memory into a typed pointer
 #    (data_ptr<T>, static_cast<T*>(data())): launch() does, after checking the operands. Byte
 #    pointers (data_ptr<char>) for copies are fine.
-# errors: outside src/fail.hpp, no string in src/ or backends/ starts with "kten: ": a message
+# errors: outside src/core/fail.hpp, no string in src/ or backends/ starts with "kten: ": a message
 #   comes from detail::fail<E>(op, parts...) or detail::error_message(op, parts...).
 
 if(RULE STREQUAL "dispatch")
@@ -18,8 +18,8 @@ if(RULE STREQUAL "dispatch")
   set(what "dispatch spelled out outside src/dispatch/")
 elseif(RULE STREQUAL "errors")
   set(globs "${SRC}/src/*.cpp" "${SRC}/src/*.hpp" "${SRC}/backends/*.cpp" "${SRC}/backends/*.hpp")
-  set(exempt "/src/fail\\.hpp$")
-  set(what "error messages built by hand; use detail::fail or detail::error_message (src/fail.hpp)")
+  set(exempt "/src/core/fail\\.hpp$")
+  set(what "error messages built by hand; use detail::fail or detail::error_message (src/core/fail.hpp)")
 else()
   message(FATAL_ERROR "KtenLint.cmake: RULE must be dispatch or errors, got '${RULE}'")
 endif()

@@ -31,9 +31,9 @@
 #include <Kokkos_Core.hpp>
 #include <kten/kten.hpp>
 
-#include "elementwise.hpp"  // the hand-written step's kernels: fill, relu_grad
-#include "linalg.hpp"       // gemm
-#include "nn/kernels.hpp"   // sgd_update
+#include "ops/elementwise.hpp"  // the hand-written step's kernels: fill, relu_grad
+#include "ops/linalg.hpp"       // gemm
+#include "optim/kernels.hpp"   // sgd_update
 
 #include "baselines/host_baseline.hpp"
 #include "baselines/libtorch.hpp"

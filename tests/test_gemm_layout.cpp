@@ -11,7 +11,7 @@
 
 #include <catch2/catch_template_test_macros.hpp>
 
-#include "gemm_kernel.hpp"
+#include "ops/gemm_kernel.hpp"
 #include "support.hpp"
 
 namespace kten::test {

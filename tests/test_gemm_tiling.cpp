@@ -16,8 +16,8 @@
 
 #include <catch2/catch_template_test_macros.hpp>
 
-#include "dispatch.hpp"
-#include "gemm_kernel.hpp"
+#include "dispatch/dispatch.hpp"
+#include "ops/gemm_kernel.hpp"
 #include "support.hpp"
 
 namespace kten::test {  // named (not anonymous): nvcc's extended lambdas need nameable types

@@ -12,10 +12,10 @@
 
 #include <kten/kokkos.hpp>
 
-#include "dispatch.hpp"
-#include "emulated_memory.hpp"
-#include "linalg.hpp"
-#include "runtime_internal.hpp"
+#include "dispatch/dispatch.hpp"
+#include "core/emulated_memory.hpp"
+#include "ops/linalg.hpp"
+#include "core/runtime_internal.hpp"
 #include "support.hpp"
 
 using namespace kten;

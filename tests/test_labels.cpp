@@ -8,7 +8,7 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "dispatch.hpp"
+#include "dispatch/dispatch.hpp"
 #include "support.hpp"
 
 namespace {

@@ -27,7 +27,7 @@
 
 #include <catch2/catch_template_test_macros.hpp>
 
-#include "dispatch.hpp"  // host_serial_grain, the length of a cpu() reduction's parts
+#include "dispatch/dispatch.hpp"  // host_serial_grain, the length of a cpu() reduction's parts
 #include "support.hpp"
 
 using namespace kten;

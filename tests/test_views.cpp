@@ -13,7 +13,7 @@
 #include <kten/kokkos.hpp>
 
 #include "dispatch/backends.hpp"  // detail::guarded_instance
-#include "elementwise.hpp"  // detail::fill, an in-place kernel that assumes contiguous memory
+#include "ops/elementwise.hpp"  // detail::fill, an in-place kernel that assumes contiguous memory
 #include "support.hpp"
 
 using namespace kten;

@@ -9,7 +9,7 @@
 
 #include <kten/kokkos.hpp>
 
-#include "fail.hpp"
+#include "core/fail.hpp"
 
 namespace kten::detail {
 

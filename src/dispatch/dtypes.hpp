@@ -8,7 +8,7 @@
 
 #include <kten/dtype.hpp>
 
-#include "../fail.hpp"
+#include "core/fail.hpp"
 
 namespace kten::detail {
 

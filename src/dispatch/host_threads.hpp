@@ -10,7 +10,7 @@
 
 #include <kten/errors.hpp>
 
-#include "../fail.hpp"
+#include "core/fail.hpp"
 #include "backends.hpp"
 
 namespace kten::detail {

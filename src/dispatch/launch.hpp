@@ -12,13 +12,13 @@
 
 #include <kten/tensor.hpp>
 
-#include "../checks.hpp"
+#include "core/checks.hpp"
 #include "backends.hpp"
 #include "dtypes.hpp"
 #include "emulated_access.hpp"
 #include "host_threads.hpp"
 #include "policies.hpp"
-#include "../storage.hpp"
+#include "core/storage.hpp"
 
 namespace kten::detail {
 

@@ -20,10 +20,10 @@
 
 #include <kten/dist.hpp>
 
-#include "../checks.hpp"
-#include "../dispatch.hpp"
+#include "core/checks.hpp"
+#include "dispatch/dispatch.hpp"
 #include "../io/files.hpp"  // detail::Fnv1a
-#include "../runtime_internal.hpp"
+#include "core/runtime_internal.hpp"
 #include "state.hpp"
 
 namespace kten::dist {

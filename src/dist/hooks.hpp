@@ -11,7 +11,7 @@ namespace kten::detail {
 
 /// \brief kten-info's MPI line: the library and its state, or "not built" (src/dist/).
 std::string mpi_report();
-/// \brief Sets what dist::default_group() returns (src/data_parallel.cpp); kten::dist's init and
+/// \brief Sets what dist::default_group() returns (src/dist/data_parallel.cpp); kten::dist's init and
 /// finalize call it.
 void set_default_group(std::shared_ptr<const dist::ProcessGroup> group);
 

@@ -22,7 +22,7 @@
 #include <kten/dist.hpp>
 #include <kten/dist_mpi.hpp>
 
-#include "../fail.hpp"
+#include "core/fail.hpp"
 #include "backend_glue.hpp"
 #include "hooks.hpp"
 #include "state.hpp"

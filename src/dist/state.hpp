@@ -11,7 +11,7 @@
 
 #include <kten/dist.hpp>
 
-#include "../storage.hpp"
+#include "core/storage.hpp"
 
 namespace kten::dist::detail {
 

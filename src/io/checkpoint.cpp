@@ -19,12 +19,12 @@
 #include <utility>
 #include <vector>
 
-#include "dispatch.hpp"
-#include "fail.hpp"
+#include "dispatch/dispatch.hpp"
+#include "core/fail.hpp"
 #include "io/checkpoint.hpp"
 #include "io/files.hpp"
 #include "io/safetensors.hpp"
-#include "storage.hpp"
+#include "core/storage.hpp"
 
 namespace kten {
 namespace {

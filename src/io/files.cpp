@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fail.hpp"
+#include "core/fail.hpp"
 
 namespace kten::detail {
 

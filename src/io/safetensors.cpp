@@ -22,10 +22,10 @@
 #include <utility>
 #include <vector>
 
-#include "checked.hpp"
-#include "checks.hpp"
-#include "dispatch.hpp"
-#include "fail.hpp"
+#include "core/checked.hpp"
+#include "core/checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "core/fail.hpp"
 #include "io/files.hpp"
 #include "io/safetensors.hpp"
 

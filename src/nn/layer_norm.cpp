@@ -4,15 +4,15 @@
 // backward pass, which reads x and the gradient once more to write dx and, on the host in the same
 // pass, the weight's and bias' gradients (sums down the rows: partial sums per chunk of rows, then
 // theirs; a GPU reads x and g once more for them).
-#include "nn/kernels.hpp"
+#include "optim/kernels.hpp"
 
 #include <algorithm>
 
-#include "autograd.hpp"
-#include "checks.hpp"
-#include "dispatch.hpp"
-#include "elementwise.hpp"
-#include "rows.hpp"
+#include "autograd/autograd.hpp"
+#include "core/checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/rows.hpp"
 
 namespace kten::detail {
 

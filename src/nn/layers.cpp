@@ -7,11 +7,11 @@
 #include <kten/ops.hpp>
 #include <kten/random.hpp>
 
-#include "checks.hpp"
-#include "dispatch.hpp"
-#include "elementwise.hpp"
-#include "linalg.hpp"
-#include "nn/kernels.hpp"
+#include "core/checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/linalg.hpp"
+#include "optim/kernels.hpp"
 
 namespace kten::nn {
 

@@ -5,9 +5,9 @@
 #include <kten/nn/loss.hpp>
 #include <kten/ops.hpp>
 
-#include "autograd.hpp"
-#include "checks.hpp"
-#include "reduce.hpp"
+#include "autograd/autograd.hpp"
+#include "core/checks.hpp"
+#include "ops/reduce.hpp"
 
 namespace kten::nn {
 

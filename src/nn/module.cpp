@@ -6,10 +6,10 @@
 #include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
 
-#include "autograd.hpp"
-#include "checks.hpp"
-#include "dispatch.hpp"
-#include "elementwise.hpp"
+#include "autograd/autograd.hpp"
+#include "core/checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "ops/elementwise.hpp"
 
 namespace kten::nn {
 

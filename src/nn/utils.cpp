@@ -5,8 +5,8 @@
 #include <kten/nn/utils.hpp>
 #include <kten/ops.hpp>
 
-#include "fail.hpp"
-#include "nn/kernels.hpp"
+#include "core/fail.hpp"
+#include "optim/kernels.hpp"
 
 namespace kten::nn {
 

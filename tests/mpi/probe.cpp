@@ -16,7 +16,7 @@
 #include <kten/dist.hpp>
 #include <kten/kten.hpp>
 
-#include "../../src/dist/state.hpp"
+#include "dist/state.hpp"
 
 namespace {
 

@@ -1,0 +1,244 @@
+// The autograd tape: recording nodes, the backward pass over them, and Tensor's autograd calls.
+// The pass visits each node once, after every node that uses its output (Kahn's order over the
+// nodes reachable from the root), so a node's output gradient is complete when it runs.
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include <kten/ops.hpp>
+
+#include "autograd.hpp"
+#include "core/checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "ops/elementwise.hpp"
+
+namespace kten {
+namespace detail {
+
+thread_local bool grad_mode_enabled = true;
+
+bool recording_any(const std::vector<Tensor>& inputs) {
+  if (!grad_mode_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (t.requires_grad()) return true;
+  return false;
+}
+
+void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inputs, BackwardFn fn) {
+  auto node = std::make_shared<Node>();
+  node->name = name;
+  node->inputs.reserve(inputs.size());
+  node->input_shapes.reserve(inputs.size());
+  for (const Tensor* t : inputs) {
+    node->inputs.push_back(AutogradAccess::meta(*t));
+    node->input_shapes.push_back(t->shape());
+  }
+  node->backward = std::move(fn);
+  auto meta = std::make_shared<AutogradMeta>();
+  meta->grad_fn = std::move(node);
+  AutogradAccess::set_meta(out, std::move(meta));
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  // One multi-axis sum over the leading axes broadcasting added and the axes it stretched from 1
+  // (at least one, as the shapes differ), the stretched ones kept; the leading ones, now of
+  // extent 1, are then dropped by a view.
+  const int lead = g.ndim() - static_cast<int>(shape.size());
+  std::vector<int> axes;
+  for (int d = 0; d < g.ndim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1)) axes.push_back(d);
+  return sum(g, axes, true).reshape(shape);
+}
+
+namespace {
+
+void check_float(const char* op, DType dtype) {
+  if (!is_floating(dtype))
+    fail<DTypeError>(op, "only float32 and float64 tensors have gradients, this one is ", dtype,
+                     "; convert with .astype(kten::float32) first");
+}
+
+// leaf.grad += g. The first gradient is adopted when nothing else holds it (no copy); later ones
+// are added in place, so a gradient handle taken earlier (an optimiser's, Parameter::grad) stays valid.
+void accumulate_leaf(AutogradMeta& leaf, Tensor g) {
+  if (!leaf.grad.defined()) {
+    if (!g.is_contiguous()) {
+      leaf.grad = g.contiguous();
+    } else if (g.storage().use_count() == 1) {
+      leaf.grad = std::move(g);
+    } else {
+      leaf.grad = g.copyto(g.device());
+    }
+    return;
+  }
+  if (g.shape() == leaf.grad.shape() && g.is_contiguous() && leaf.grad.is_contiguous()) {
+    launch_each_index("kten::accumulate_grad", g.numel(), [](auto* dst, auto* src) {
+      using T = std::remove_pointer_t<decltype(dst)>;
+      return BinaryKernel<T, Add>{dst, src, dst, Add{}};
+    }, leaf.grad, g);
+    return;
+  }
+  leaf.grad.copy_from(leaf.grad + g);
+}
+
+void check_gradient(const Tensor& root, const Tensor& gradient) {
+  check_compatible("backward()", root, gradient);
+  if (gradient.shape() != root.shape())
+    fail<ShapeError>("backward()", "the gradient has shape ", gradient.shape(), " but the tensor has shape ",
+                     root.shape(), "; they must be equal");
+}
+
+}  // namespace
+
+void set_grad_ready_hook(const Tensor& leaf, std::function<void()> hook) {
+  const auto& meta = AutogradAccess::meta(leaf);
+  if (!meta || meta->grad_fn) fail("set_grad_ready_hook", "the tensor is not a leaf that requires grad");
+  meta->grad_ready = std::move(hook);
+}
+
+Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_graph, bool module_inputs,
+                    const Tensor* stop_at) {
+  check_defined(root, "backward()");
+  const auto& root_meta = AutogradAccess::meta(root);
+  if (!root_meta)
+    fail("backward()", "the tensor does not require grad: no operation on it was recorded. Call requires_grad_() "
+         "on the leaves (parameters, inputs) before computing it, outside any NoGradGuard");
+  Tensor gradient = gradient_in;
+  if (gradient.defined()) {
+    check_gradient(root, gradient);
+  } else {
+    if (root.numel() != 1)
+      fail("backward()", "a gradient is implied only for a one-element output, and this tensor has shape ",
+           root.shape(), "; pass backward(gradient) with a gradient of that shape");
+    gradient = ones(root.shape(), root.device(), root.dtype());
+  }
+  NoGradGuard no_grad;  // backward functions compute with tensors; none of that is recorded
+  Region region("kten::backward");
+  if (!root_meta->grad_fn) {
+    if (!root_meta->module_input || module_inputs) accumulate_leaf(*root_meta, gradient);
+    if (root_meta->grad_ready) root_meta->grad_ready();
+    return Tensor();
+  }
+  const auto& stop_meta = stop_at ? AutogradAccess::meta(*stop_at) : nullptr;
+  Node* const stop = stop_meta ? stop_meta->grad_fn.get() : nullptr;
+  Tensor stopped;
+
+  // How many reachable nodes use each node's output, and each hooked leaf.
+  std::unordered_map<Node*, int> users;
+  std::unordered_map<AutogradMeta*, int> leaf_users;
+  std::vector<Node*> stack{root_meta->grad_fn.get()};
+  users[stack.back()] = 0;
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (const auto& input : node->inputs) {
+      if (input && !input->grad_fn && input->grad_ready) ++leaf_users[input.get()];
+      if (!input || !input->grad_fn) continue;
+      auto [it, first_visit] = users.try_emplace(input->grad_fn.get(), 0);
+      ++it->second;
+      if (first_visit) stack.push_back(input->grad_fn.get());
+    }
+  }
+
+  std::unordered_map<Node*, Tensor> grads{{root_meta->grad_fn.get(), gradient}};
+  std::deque<Node*> ready{root_meta->grad_fn.get()};
+  while (!ready.empty()) {
+    Node* node = ready.front();
+    ready.pop_front();
+    const auto found = grads.find(node);
+    if (node == stop) {
+      if (found != grads.end()) stopped = std::move(found->second);
+      continue;
+    }
+    Grads input_grads;
+    if (found != grads.end()) {
+      if (!node->backward)
+        fail("backward()", "going back through ", node->name, " a second time, but the first backward() freed "
+             "what the graph saved; pass retain_graph = true to the first backward() to go back twice");
+      Needs needs(node->inputs.size());
+      for (std::size_t i = 0; i < needs.size(); ++i) {
+        const auto& input = node->inputs[i];
+        needs[i] = input && (input->grad_fn || !input->module_input || module_inputs);
+      }
+      input_grads = node->backward(found->second, needs);
+      grads.erase(found);
+      if (!retain_graph) node->backward = nullptr;  // frees the saved tensors now
+    }
+    for (std::size_t i = 0; i < node->inputs.size(); ++i) {
+      const auto& input = node->inputs[i];
+      if (!input) continue;
+      Tensor g = i < input_grads.size() ? std::move(input_grads[i]) : Tensor();
+      if (g.defined() && g.shape() != node->input_shapes[i])
+        fail("backward()", "the gradient of ", node->name, "'s input ", i, " has shape ", g.shape(), ", expected ",
+             node->input_shapes[i], " (a bug in kten; please report it)");
+      if (!input->grad_fn) {
+        if (g.defined() && (!input->module_input || module_inputs)) accumulate_leaf(*input, std::move(g));
+        if (input->grad_ready && --leaf_users[input.get()] == 0) input->grad_ready();
+        continue;
+      }
+      Node* next = input->grad_fn.get();
+      if (g.defined()) {
+        Tensor& slot = grads[next];
+        slot = slot.defined() ? slot + g : std::move(g);
+      }
+      if (--users[next] == 0) ready.push_back(next);
+    }
+  }
+  return stopped;
+}
+
+}  // namespace detail
+
+using detail::AutogradAccess;
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  detail::check_defined(*this, "requires_grad_()");
+  if (requires_grad) {
+    detail::check_float("requires_grad_()", dtype_);
+    if (!autograd_) autograd_ = std::make_shared<detail::AutogradMeta>();
+    return *this;
+  }
+  if (autograd_ && autograd_->grad_fn)
+    detail::fail("requires_grad_(false)", "this tensor was computed by ", autograd_->grad_fn->name,
+                 "; only a leaf can stop requiring grad. Use detach() for the same data without history");
+  autograd_.reset();
+  return *this;
+}
+
+bool Tensor::is_leaf() const { return !autograd_ || !autograd_->grad_fn; }
+
+Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
+
+void Tensor::set_grad(const Tensor& grad) const {
+  constexpr const char* op = "set_grad()";
+  detail::check_defined(*this, op);
+  if (!autograd_ || autograd_->grad_fn)
+    detail::fail(op, "only a leaf that requires grad has a gradient to set; call requires_grad_() first");
+  if (grad.defined()) {
+    detail::check_compatible(op, *this, grad);
+    if (grad.shape() != shape_)
+      detail::fail<ShapeError>(op, "the gradient has shape ", grad.shape(), " but the tensor has shape ", shape_);
+  }
+  autograd_->grad = grad;
+}
+
+const char* Tensor::grad_fn() const { return autograd_ && autograd_->grad_fn ? autograd_->grad_fn->name : nullptr; }
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  detail::run_backward(*this, gradient, retain_graph, false);
+}
+void Tensor::backward() const { detail::run_backward(*this, Tensor(), false, false); }
+
+Tensor Tensor::detach() const {
+  Tensor out = *this;
+  out.autograd_.reset();
+  return out;
+}
+
+NoGradGuard::NoGradGuard() : previous_(detail::grad_mode_enabled) { detail::grad_mode_enabled = false; }
+NoGradGuard::~NoGradGuard() { detail::grad_mode_enabled = previous_; }
+
+bool is_grad_enabled() { return detail::grad_mode_enabled; }
+
+}  // namespace kten

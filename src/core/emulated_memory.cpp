@@ -1,0 +1,134 @@
+// Emulated-GPU memory: plain host memory, or with KTEN_TRAP_HOST_ACCESS=1 one reserved mmap arena
+// whose pages are readable only while an emulated-GPU kernel or copy runs. The arena is a
+// first-fit free list over page-aligned ranges; opening and closing access is counted, so that
+// nested and concurrent launches keep the blocks open until the last one ends.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+
+#include "dispatch/dispatch.hpp"
+#include "emulated_memory.hpp"
+#include "storage.hpp"
+
+namespace kten::detail {
+namespace {
+
+bool trap_requested() {
+  const char* env = std::getenv("KTEN_TRAP_HOST_ACCESS");
+  return env != nullptr && std::strcmp(env, "1") == 0;
+}
+
+// Opening and closing is one mprotect over the used part of the reserve: per-block calls (which
+// would allow guard pages between blocks) made the emulated suite several times slower. Bounds
+// within device memory are checked instead by the AddressSanitizer run, which leaves emulated
+// memory to ASan (tests/main.cpp).
+class Arena {
+ public:
+  static constexpr std::size_t kReserve = std::size_t(1) << 40;  // address space only (NORESERVE)
+
+  Arena() : page_(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))) {
+    void* p = ::mmap(nullptr, kReserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    base_ = static_cast<char*>(p);
+  }
+
+  void* allocate(std::size_t bytes) {
+    const std::size_t size = (bytes + page_ - 1) / page_ * page_ + (bytes == 0 ? page_ : 0);
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t offset = used_;
+    auto it = free_.begin();
+    for (; it != free_.end() && it->second < size; ++it) {}
+    if (it != free_.end()) {
+      offset = it->first;
+      if (it->second > size) free_.emplace(it->first + size, it->second - size);
+      free_.erase(it);
+    } else {
+      if (used_ + size > kReserve) throw std::bad_alloc();
+      used_ += size;
+    }
+    blocks_[offset] = size;
+    if (open_ > 0) protect(offset, size, PROT_READ | PROT_WRITE);
+    return base_ + offset;
+  }
+
+  void release(void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(static_cast<std::size_t>(static_cast<char*>(p) - base_));
+    std::size_t start = it->first, size = it->second;
+    blocks_.erase(it);
+    protect(start, size, PROT_NONE);
+    ::madvise(base_ + start, size, MADV_DONTNEED);  // give the pages back; contents are dead
+    auto next = free_.find(start + size);
+    if (next != free_.end()) {
+      size += next->second;
+      free_.erase(next);
+    }
+    auto prev = free_.lower_bound(start);
+    if (prev != free_.begin() && std::prev(prev)->first + std::prev(prev)->second == start) {
+      --prev;
+      start = prev->first;
+      size += prev->second;
+      free_.erase(prev);
+    }
+    free_.emplace(start, size);
+  }
+
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (open_++ == 0) protect(0, used_, PROT_READ | PROT_WRITE);
+  }
+
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--open_ == 0) protect(0, used_, PROT_NONE);
+  }
+
+ private:
+  void protect(std::size_t offset, std::size_t size, int prot) {
+    if (size > 0 && ::mprotect(base_ + offset, size, prot) != 0) std::abort();  // cannot go on safely
+  }
+
+  const std::size_t page_;
+  char* base_ = nullptr;
+  std::mutex mutex_;
+  std::size_t used_ = 0;                        // bytes of the reserve handed out so far
+  int open_ = 0;                                // live EmulatedAccess scopes
+  std::map<std::size_t, std::size_t> free_;     // offset -> size of free ranges
+  std::map<std::size_t, std::size_t> blocks_;   // offset -> size of live blocks
+};
+
+Arena& arena() {
+  static Arena* a = new Arena;  // never destroyed: blocks may be released during static destruction
+  return *a;
+}
+
+}  // namespace
+
+bool emulated_memory_trapped() {
+  static const bool trapped = trap_requested();
+  return trapped;
+}
+
+std::shared_ptr<void> allocate_emulated(std::size_t bytes, void** data) {
+  if (!emulated_memory_trapped()) return allocate_host(bytes, "kten::emulated_gpu", data);
+  void* p = arena().allocate(bytes);
+  *data = p;
+  return std::shared_ptr<void>(p, [](void* q) { arena().release(q); });
+}
+
+EmulatedAccess::EmulatedAccess() {
+  if (emulated_memory_trapped()) arena().open();
+}
+
+EmulatedAccess::~EmulatedAccess() {
+  if (!emulated_memory_trapped()) return;
+  Kokkos::DefaultHostExecutionSpace().fence();  // nothing may still touch the memory once closed
+  arena().close();
+}
+
+}  // namespace kten::detail

@@ -1,0 +1,223 @@
+// The Tensor value type (storage + offset + shape + strides, dtype), its views (transpose, permute,
+// narrow, select, unsqueeze, squeeze, expand, reshape), contiguous(), cat and stack, and
+// Kokkos::View interop.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <kten/kokkos.hpp>
+#include <kten/ops.hpp>
+#include <kten/tensor.hpp>
+
+#include "checked.hpp"
+#include "autograd/autograd.hpp"
+#include "checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "storage.hpp"
+#include "views.hpp"
+
+namespace kten {
+namespace detail {
+
+
+std::int64_t checked_numel(const Shape& shape, const char* op) {
+  std::int64_t n = 1, span = 1;  // span: the product with 0 taken as 1, the largest contiguous stride
+  for (auto e : shape) {
+    if (e < 0)
+      fail<ShapeError>(op, "negative extent in shape ", shape);
+    const auto product = checked_mul(n, e), spanned = checked_mul(span, e == 0 ? 1 : e);
+    if (!product || !spanned)
+      fail<ShapeError>(op, "shape ", shape, !product ? " has more elements than fit in 64 bits"
+                                                     : " has strides past 64 bits (its extents other than 0 multiply past them)");
+    n = *product;
+    span = *spanned;
+  }
+  return n;
+}
+
+std::size_t checked_nbytes(std::int64_t numel, DType dtype, const Device& device, const char* op) {
+  const auto bytes = checked_mul(static_cast<std::size_t>(numel), dtype_size(dtype));
+  if (!bytes)
+    fail<OutOfMemory>("", "out of memory on ", device, ": ", op, " needs ", numel, " ", dtype, " elements of ",
+                      dtype_size(dtype), " bytes (",
+                      human_bytes(static_cast<double>(numel) * static_cast<double>(dtype_size(dtype))),
+                      "), more than a 64-bit byte count can hold");
+  return *bytes;
+}
+
+namespace {
+// A View fits a tensor only in exactly the memory space of the tensor's device: a space that is
+// merely reachable (UVM, pinned, anonymous) would let host code dereference device memory.
+void check_view_space(const Device& device, const ViewRequest& r, const char* op) {
+  const char* wanted = with_backend(device, [](auto backend) { return decltype(backend)::memory_space::name(); });
+  if (std::strcmp(r.memory_space, wanted) != 0)
+    fail(op, "a View in memory space ", r.memory_space, " does not fit a tensor on ", device,
+         ", whose memory space is ", wanted, "; deep_copy between the spaces, or use the matching device");
+}
+}  // namespace
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  std::int64_t s = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= shape[d] == 0 ? 1 : shape[d];  // checked_numel checked this product for every shape made
+  }
+  return strides;
+}
+
+namespace {
+bool strides_are_contiguous(const Shape& shape, const Shape& strides, std::int64_t numel) {
+  if (numel == 0) return true;
+  std::int64_t expected = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+}  // namespace
+
+void* checked_view_data(const Tensor& t, const ViewRequest& r) {
+  check_defined(t, "view()");
+  if (!r.strided && !t.is_contiguous())
+    fail("view()", "the tensor is a strided view (shape ", t.shape(), ", strides ", t.strides(),
+         "), which a LayoutRight View cannot describe; ask for view<DataType, Kokkos::LayoutStride>() or call "
+         ".contiguous() first");
+  if (r.dtype != t.dtype())
+    fail<DTypeError>("view()", "the View holds ", r.dtype, " but the tensor is ", t.dtype());
+  if (r.rank != t.ndim())
+    fail<ShapeError>("view()", "the View has rank ", r.rank, " but the tensor has shape ", t.shape());
+  check_view_space(t.device(), r, "view()");
+  return t.data();
+}
+
+Tensor tensor_from_external(void* data, Shape shape, Shape strides, std::size_t span, const Device& device,
+                            std::shared_ptr<void> owner, const ViewRequest& r) {
+  check_view_space(device, r, "from_view()");
+  const std::int64_t n = checked_numel(shape, "from_view()");
+  auto storage = std::make_shared<Storage>();
+  storage->data = data;
+  storage->bytes = checked_nbytes(n == 0 ? 0 : static_cast<std::int64_t>(span), r.dtype, device, "from_view()");
+  storage->device = device;
+  storage->owner = std::move(owner);
+  return Tensor(std::move(storage), std::move(shape), std::move(strides), 0, r.dtype);
+}
+
+}  // namespace detail
+
+std::string shape_str(const Shape& shape) {
+  if (shape.empty()) return "scalar";
+  std::string s;
+  // Piece by piece: `"x" + std::string&&` trips GCC 12's false -Wrestrict in C++20 (Kokkos 4.7+).
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape[i]);
+  }
+  return s;
+}
+
+Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype)
+    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(detail::contiguous_strides(shape_)),
+      dtype_(dtype), numel_(storage_ ? detail::checked_numel(shape_, "Tensor") : 0) {}
+
+Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype)
+    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset),
+      dtype_(dtype), numel_(storage_ ? detail::checked_numel(shape_, "Tensor") : 0),
+      contiguous_(detail::strides_are_contiguous(shape_, strides_, numel_)) {}
+
+Device Tensor::device() const {
+  detail::check_defined(*this, "device()");
+  return storage_->device;
+}
+
+std::int64_t Tensor::numel() const { return numel_; }
+
+std::size_t Tensor::nbytes() const {
+  return defined() ? detail::checked_nbytes(numel(), dtype_, storage_->device, "nbytes()") : 0;
+}
+
+std::int64_t Tensor::size(int axis) const {
+  detail::check_defined(*this, "size()");
+  return shape_[detail::normalize_axis("size()", *this, axis)];
+}
+
+void* Tensor::data() const {
+  detail::check_defined(*this, "data()");
+  if (storage_->pinned) detail::wait_for_pending_reader(*storage_);  // the caller may write it
+  return static_cast<char*>(storage_->data) + detail::byte_offset(*this);
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  detail::check_defined(*this, "reshape()");
+  if (std::count(shape.begin(), shape.end(), -1) > 1)
+    detail::fail<ShapeError>("reshape()", "at most one extent may be -1, got ", shape);
+  // The product of the given extents, with -1 counting as 1: ShapeError for a negative extent or
+  // a product past 64 bits.
+  const auto inferred = std::find(shape.begin(), shape.end(), -1);
+  Shape given = shape;
+  if (inferred != shape.end()) given[inferred - shape.begin()] = 1;
+  const std::int64_t known = detail::checked_numel(given, "reshape()"), n = numel();
+  if (inferred != shape.end()) {
+    if (known == 0 || n % known != 0)
+      detail::fail<ShapeError>("reshape()", "cannot infer the -1 extent of ", shape, " for ", n, " elements (shape ",
+                               shape_, ")");
+    *inferred = n / known;
+  } else if (known != n) {
+    detail::fail<ShapeError>("reshape()", "cannot view ", n, " elements (shape ", shape_, ") as shape ", shape, " (",
+                             known, " elements)");
+  }
+  std::optional<Shape> strides;
+  if (contiguous_) {
+    strides = detail::contiguous_strides(shape);
+  } else {
+    strides = detail::view_strides(shape_, strides_, shape);
+    if (!strides) return contiguous().reshape(std::move(shape));  // the strides cannot express it: a copy, as PyTorch
+  }
+  Tensor out(storage_, std::move(shape), std::move(*strides), offset_, dtype_);
+  if (detail::recording(*this))
+    detail::record("kten::reshape", out, {this}, [base = shape_](const Tensor& g, const detail::Needs&) {
+      return detail::Grads{g.reshape(base)};
+    });
+  return out;
+}
+
+bool Tensor::shares_storage_with(const Tensor& other) const {
+  return storage_ && storage_ == other.storage_;
+}
+
+Tensor Tensor::exp() const { return kten::exp(*this); }
+Tensor Tensor::log() const { return kten::log(*this); }
+Tensor Tensor::sqrt() const { return kten::sqrt(*this); }
+Tensor Tensor::abs() const { return kten::abs(*this); }
+Tensor Tensor::relu() const { return kten::relu(*this); }
+Tensor Tensor::sigmoid() const { return kten::sigmoid(*this); }
+Tensor Tensor::tanh() const { return kten::tanh(*this); }
+Tensor Tensor::pow(double exponent) const { return kten::pow(*this, exponent); }
+Tensor Tensor::pow(const Tensor& exponent) const { return kten::pow(*this, exponent); }
+Tensor Tensor::maximum(const Tensor& other) const { return kten::maximum(*this, other); }
+Tensor Tensor::minimum(const Tensor& other) const { return kten::minimum(*this, other); }
+Tensor Tensor::clamp(double lo, double hi) const { return kten::clamp(*this, lo, hi); }
+Tensor Tensor::sin() const { return kten::sin(*this); }
+Tensor Tensor::cos() const { return kten::cos(*this); }
+Tensor Tensor::log1p() const { return kten::log1p(*this); }
+Tensor Tensor::expm1() const { return kten::expm1(*this); }
+Tensor Tensor::erf() const { return kten::erf(*this); }
+Tensor Tensor::sum() const { return kten::sum(*this); }
+Tensor Tensor::sum(int axis) const { return kten::sum(*this, axis); }
+Tensor Tensor::mean() const { return kten::mean(*this); }
+Tensor Tensor::mean(int axis) const { return kten::mean(*this, axis); }
+Tensor Tensor::max() const { return kten::max(*this); }
+Tensor Tensor::max(int axis) const { return kten::max(*this, axis); }
+Tensor Tensor::min() const { return kten::min(*this); }
+Tensor Tensor::min(int axis) const { return kten::min(*this, axis); }
+Tensor Tensor::norm() const { return kten::norm(*this); }
+Tensor Tensor::norm(int axis) const { return kten::norm(*this, axis); }
+Tensor Tensor::var() const { return kten::var(*this); }
+Tensor Tensor::var(int axis) const { return kten::var(*this, axis); }
+Tensor Tensor::transpose() const { return kten::transpose(*this); }
+
+}  // namespace kten

@@ -1,0 +1,167 @@
+// Transfers: every copy between devices goes through copy_bytes (Kokkos::deep_copy on the right
+// execution-space instance), is counted, and fences only where the host reads the result next.
+#include <string>
+
+#include <kten/runtime.hpp>
+#include <kten/tensor.hpp>
+
+#include "autograd/autograd.hpp"
+#include "checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "ops/elementwise.hpp"
+#include "runtime_internal.hpp"
+#include "storage.hpp"
+
+namespace kten {
+namespace detail {
+
+// An implicit host synchronisation like any other: counted, and reported by the sync debug mode.
+void wait_for_pending_reader(const Storage& storage) {
+  const int gpu_index = storage.pending_reader.exchange(-1);
+  if (gpu_index < 0) return;
+  note_host_sync(gpu(gpu_index), "reusing a pinned buffer a copy may still read", /*implicit=*/true);
+  fence(gpu(gpu_index));
+}
+
+Storage::~Storage() {
+  if (cache_block) {  // device memory: reuse is ordered on its device
+    return_to_cache(*this);
+    return;
+  }
+  const int gpu_index = pending_reader.exchange(-1);
+  if (gpu_index < 0 || !Kokkos::is_initialized()) return;
+  // The DMA must finish before the pinned buffer is freed. Counted, never thrown from here.
+  note_host_sync(gpu(gpu_index), "freeing a pinned buffer a copy may still read", /*implicit=*/false);
+  fence(gpu(gpu_index));
+}
+
+void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) { copy_bytes(src, 0, dst, 0, bytes); }
+
+std::size_t byte_offset(const Tensor& t) { return static_cast<std::size_t>(t.offset()) * dtype_size(t.dtype()); }
+
+void copy_bytes(const Storage& src, std::size_t src_offset, const Storage& dst, std::size_t dst_offset,
+                std::size_t bytes) {
+  note_transfer(src.device, dst.device, bytes);
+  if (bytes == 0) return;
+  if (dst.pinned) wait_for_pending_reader(dst);
+  Region region("kten::copy");
+  with_backend(src.device, [&](auto from) {
+    with_backend(dst.device, [&](auto to) {
+      using From = decltype(from);
+      using To = decltype(to);
+      RawView<From, char> s(static_cast<char*>(src.data) + src_offset, bytes);
+      RawView<To, char> d(static_cast<char*>(dst.data) + dst_offset, bytes);
+      KernelAccess<From> reading;  // emulated-GPU memory is open during the copy only
+      KernelAccess<To> writing;
+      if constexpr (From::is_host && To::is_host) {
+        Kokkos::deep_copy(to.space, d, s);  // one in-order host instance: no fence needed
+      } else if constexpr (From::is_host) {
+        // The host producers of `src` have finished (free on synchronous host backends). A copy
+        // from pageable memory is staged by the runtime before deep_copy returns; one from pinned
+        // memory is a DMA that may still read `src` later, so the host waits for it before
+        // writing or freeing the buffer.
+        from.space.fence();
+        Kokkos::deep_copy(to.space, d, s);
+        if (src.pinned) src.pending_reader = dst.device.index();
+      } else {
+        Kokkos::deep_copy(from.space, d, s);      // ordered after the kernels that produced `src`
+        if constexpr (To::is_host) fence(src.device);  // host code reads `dst` next
+      }
+    });
+  });
+}
+
+void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) {
+  check_defined(t, what);
+  if (t.dtype() != expected)
+    fail<DTypeError>("", what, " asked for ", expected, " values from a ", t.dtype(),
+                     " tensor; use the matching type (", element_type_name(t.dtype()), ") or .astype(...) first");
+  const Tensor c = t.contiguous();  // a view is gathered on its device first (counted)
+  note_host_sync(t.device(), what, /*implicit=*/true);
+  Storage host{dst, t.nbytes(), cpu(), nullptr};
+  copy_bytes(*c.storage(), byte_offset(c), host, 0, t.nbytes());
+}
+
+void read_item(const Tensor& t, void* dst, DType expected) {
+  if (t.defined() && t.numel() != 1)  // an undefined tensor gets read_to_host's "undefined" error
+    fail<ShapeError>("", "item() needs a tensor with exactly one element, got shape ", t.shape());
+  read_to_host(t, dst, expected, "item()");
+}
+
+Tensor from_host(const void* values, const Shape& shape, DType dtype, const Device& device) {
+  Tensor out = empty(shape, device, dtype);
+  Storage host{const_cast<void*>(values), out.nbytes(), cpu(), nullptr};
+  copy_bytes(host, *out.storage(), out.nbytes());  // pageable source: staged, no fence needed
+  return out;
+}
+
+}  // namespace detail
+
+Tensor Tensor::copyto(const Device& device) const {
+  detail::check_defined(*this, "copyto()");
+  const Tensor c = contiguous();  // a view is gathered on its device first (counted), then moved
+  Tensor out = empty(shape_, device, dtype_);
+  detail::copy_bytes(*c.storage_, detail::byte_offset(c), *out.storage_, 0, nbytes());
+  if (detail::recording(*this))  // the gradient goes back to this tensor's device: an explicit, counted copy
+    detail::record("kten::copyto", out, {this}, [from = storage_->device](const Tensor& g, const detail::Needs&) {
+      return detail::Grads{g.to(from)};
+    });
+  return out;
+}
+
+Tensor Tensor::to(const Device& device) const {
+  detail::check_defined(*this, "to()");
+  return device == storage_->device ? *this : copyto(device);
+}
+
+void Tensor::copy_from(const Tensor& src) const {
+  detail::check_defined(*this, "copy_from()");
+  detail::check_defined(src, "copy_from()");
+  // Copying into a leaf (a parameter, updated in place like an optimiser does) is allowed; a copy
+  // that autograd would have to go back through is refused rather than silently cut from the graph.
+  if (detail::grad_mode_enabled && (src.requires_grad() || !is_leaf()))
+    detail::fail("copy_from()", "an in-place copy from a tensor that requires grad, or into one computed by recorded "
+                 "operations, is not recorded by autograd; build a new tensor (cat, stack, where, arithmetic), or copy "
+                 "src.detach() or under a NoGradGuard");
+  if (src.shape() != shape_ || src.dtype() != dtype_)
+    detail::fail<ShapeError>("copy_from()", "source ", src.shape(), " ", src.dtype(), " does not match destination ",
+                             shape_, " ", dtype_);
+  for (int d = 0; d < ndim(); ++d)
+    if (strides_[d] == 0 && shape_[d] > 1)
+      detail::fail<ShapeError>("copy_from()", "the destination (shape ", shape_, ", strides ", strides_,
+                               ") is expanded along axis ", d,
+                               ", so its elements overlap; copy into the tensor it was expanded from, or into a "
+                               ".contiguous() copy");
+  if (contiguous_) {  // one copy of bytes, counted as a transfer when the devices differ
+    const Tensor c = src.contiguous();
+    detail::copy_bytes(*c.storage(), detail::byte_offset(c), *storage_, detail::byte_offset(*this), nbytes());
+    return;
+  }
+  // A strided destination (a narrow, a select, a transpose): the source comes to this device
+  // first when it lives elsewhere (a counted transfer), then one kernel scatters it through the
+  // destination's strides.
+  const Tensor local = src.device() == device() ? src : src.copyto(device());
+  detail::strided_copy("kten::copy_from", local, *this);
+}
+
+Tensor Tensor::pin_memory() const {
+  detail::check_defined(*this, "pin_memory()");
+  if (!device().is_cpu())
+    detail::fail("pin_memory()", "only host tensors can be pinned; this one is on ", device());
+  if (storage_->pinned && contiguous_) return *this;
+  auto storage = detail::allocate_pinned(nbytes());
+  if (!storage) return *this;  // no GPU backend and no emulated GPUs: nothing would DMA from it
+  const Tensor c = contiguous();
+  Tensor out(std::move(storage), shape_, dtype_);
+  detail::copy_bytes(*c.storage_, detail::byte_offset(c), *out.storage_, 0, nbytes());
+  return out;
+}
+
+bool Tensor::is_pinned() const { return storage_ && storage_->pinned; }
+
+void synchronize(const Device& device) {
+  detail::note_host_sync(device, "synchronize()", /*implicit=*/false);
+  detail::fence(device);
+}
+
+}  // namespace kten

@@ -1,0 +1,122 @@
+// Comparisons (eq ne lt le gt ge, tensor with tensor or with a scalar) -> boolean, and where().
+// Elementwise and bandwidth-bound like the arithmetic: comparisons are the broadcasting binary
+// kernels of elementwise.hpp with a bool result, for every dtype. NaN follows IEEE: it compares
+// false, except ne (true). Not differentiable.
+#include <cmath>
+
+#include <kten/ops.hpp>
+
+#include "autograd/autograd.hpp"
+#include "core/checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "elementwise.hpp"
+
+namespace kten {
+namespace detail {
+
+struct Eq { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a == b; } };
+struct Ne { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a != b; } };
+struct Lt { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a < b; } };
+struct Le { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a <= b; } };
+struct Gt { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a > b; } };
+struct Ge { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a >= b; } };
+
+/// \brief op(x, s) for a scalar s already of x's element type.
+template <class T, class Op>
+struct CompareScalar {
+  T s;
+  KOKKOS_INLINE_FUNCTION bool operator()(T x) const { return Op{}(x, s); }
+};
+
+/// \brief out[i] = cond[ic] ? a[ia] : b[ib], each operand read through its own (broadcast) strides.
+/// Three operands take two indexes of the flat output index: (cond, a) and (b, nothing).
+template <class T>
+struct WhereKernel {
+  const bool* cond;
+  const T* a;
+  const T* b;
+  T* out;
+  BroadcastIndex cond_a, b_only;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t ic, ia, ib, unused;
+    cond_a.offsets(i, ic, ia);
+    b_only.offsets(i, ib, unused);
+    out[i] = cond[ic] ? a[ia] : b[ib];
+  }
+};
+
+constexpr const char* where_label = "kten::where";
+
+template <class Op>
+Tensor compare(const char* label, const Tensor& a, const Tensor& b) {
+  return elementwise_binary<bool, Accepts::any>(label, a, b, Op{});
+}
+
+// The scalar becomes an element of x's dtype; for int64 and boolean only when it is one exactly,
+// so lt(labels, 0.5) is refused rather than silently lt(labels, 0).
+template <class Op>
+Tensor compare(const char* label, const Tensor& x, double s) {
+  check_defined(x, label);
+  const bool exact = x.dtype() == DType::int64 ? s >= -0x1p63 && s < 0x1p63 && std::trunc(s) == s
+                     : x.dtype() == DType::boolean ? s == 0 || s == 1
+                                                   : true;
+  if (!exact)
+    fail<DTypeError>(label, "compares a ", x.dtype(), " tensor with ", s, ", which is no ", x.dtype(), " value; compare with ",
+                     x.dtype() == DType::int64 ? "an integer" : "0 or 1", ", or compare a float copy: x.astype(kten::float64)");
+  return elementwise_unary<bool, Accepts::any>(label, x, [s](auto zero) {
+    using T = decltype(zero);
+    return CompareScalar<T, Op>{convert<T>(s)};
+  });
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare<Eq>("kten::eq", a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare<Ne>("kten::ne", a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare<Lt>("kten::lt", a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare<Le>("kten::le", a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare<Gt>("kten::gt", a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare<Ge>("kten::ge", a, b); }
+Tensor eq(const Tensor& a, double s) { return compare<Eq>("kten::eq_scalar", a, s); }
+Tensor ne(const Tensor& a, double s) { return compare<Ne>("kten::ne_scalar", a, s); }
+Tensor lt(const Tensor& a, double s) { return compare<Lt>("kten::lt_scalar", a, s); }
+Tensor le(const Tensor& a, double s) { return compare<Le>("kten::le_scalar", a, s); }
+Tensor gt(const Tensor& a, double s) { return compare<Gt>("kten::gt_scalar", a, s); }
+Tensor ge(const Tensor& a, double s) { return compare<Ge>("kten::ge_scalar", a, s); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  constexpr const char* label = where_label;
+  check_dtype(label, "the condition", cond, DType::boolean,
+              "make one with a comparison, e.g. kten::gt(x, 0), or with x.astype(kten::boolean)");
+  check_compatible(label, a, b);
+  const Shape shape = broadcast_shapes(label, broadcast_shapes(label, cond.shape(), a.shape()).shape, b.shape()).shape;
+  Tensor out = empty(shape, a.device(), a.dtype());
+  const BroadcastIndex cond_a = strided_index(label, shape, broadcast_strides(cond, shape), broadcast_strides(a, shape));
+  const BroadcastIndex b_only = strided_index(label, shape, broadcast_strides(b, shape), Shape(shape.size(), 0));
+  launch_views<Accepts::any>(label, [&](const auto& backend, auto* pa, auto* pb, auto* po, const bool* pc) {
+    using T = std::remove_pointer_t<decltype(po)>;
+    for_each_index(label, backend, out.numel(), WhereKernel<T>{pc, pa, pb, po, cond_a, b_only});
+  }, a, b, out, Fixed<bool>{cond});
+  if (recording(a, b))  // the gradient goes where each element came from
+    record(label, out, {&a, &b}, [cond = saved(cond), sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& needs) {
+      const Tensor zero = zeros({}, g.device(), g.dtype());
+      return Grads{needs[0] ? sum_to(where(cond, g, zero), sa) : Tensor(), needs[1] ? sum_to(where(cond, zero, g), sb) : Tensor()};
+    });
+  return out;
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, double b) {
+  check_defined(a, where_label);
+  check_scalar_fits(where_label, b, a.dtype());
+  return where(cond, a, full({}, b, a.device(), a.dtype()));
+}
+
+Tensor where(const Tensor& cond, double a, const Tensor& b) {
+  check_defined(b, where_label);
+  check_scalar_fits(where_label, a, b.dtype());
+  return where(cond, full({}, a, b.device(), b.dtype()), b);
+}
+
+}  // namespace kten

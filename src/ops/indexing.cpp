@@ -1,0 +1,277 @@
+// Indexing: argmax (-> int64), index_select and gather (int64 indices), for every dtype. Each
+// output element is found or read on its own (one thread per output, inputs read in place through
+// their strides), like the elementwise kernels. index_select and gather are differentiable: their
+// gradient scatters back with atomic adds (indices may repeat); argmax is not.
+#include <cmath>
+#include <utility>
+
+#include <kten/ops.hpp>
+
+#include "autograd/autograd.hpp"
+#include "core/checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "elementwise.hpp"
+#include "indexing.hpp"
+#include "core/runtime_internal.hpp"
+
+namespace kten {
+namespace detail {
+
+/// \brief Whether v replaces best as the largest: NaN beats every number (so the first NaN stays),
+/// otherwise only a strictly larger value (so ties keep the first index).
+template <class T>
+KOKKOS_INLINE_FUNCTION bool beats(T v, T best) {
+  return v > best || (v != v && best == best);
+}
+
+/// \brief out[o] = the first k in [0, len) with the largest x[base + k * step], base the offset of
+/// o in x through s (x's strides along the other axes).
+template <class T>
+struct ArgmaxKernel {
+  const T* x;
+  std::int64_t* out;
+  BroadcastIndex s;
+  std::int64_t len, step;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
+    std::int64_t base, unused;
+    s.offsets(o, base, unused);
+    const T* p = x + base;
+    std::int64_t best = 0;
+    for (std::int64_t k = 1; k < len; ++k)
+      if (beats(p[k * step], p[best * step])) best = k;
+    out[o] = best;
+  }
+};
+
+/// \brief The whole-tensor argmax's second pass over a contiguous x of n elements: part p's best
+/// is at p * per_part + part_best[p]; the tail after the parts is scanned element by element.
+template <class T>
+struct ArgmaxPartsKernel {
+  const T* x;
+  const std::int64_t* part_best;
+  std::int64_t* out;
+  std::int64_t parts, per_part, n;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t) const {
+    std::int64_t best = part_best[0];
+    for (std::int64_t p = 1; p < parts; ++p) {
+      const std::int64_t candidate = p * per_part + part_best[p];
+      if (beats(x[candidate], x[best])) best = candidate;
+    }
+    for (std::int64_t i = parts * per_part; i < n; ++i)
+      if (beats(x[i], x[best])) best = i;
+    out[0] = best;
+  }
+};
+
+/// \brief out[o] = x[ix + index[ii] * step], (ix, ii) the offsets of o in x (the indexed axis
+/// left out) and in the index tensor: index_select and gather.
+template <class T>
+struct TakeKernel {
+  const T* x;
+  const std::int64_t* index;
+  T* out;
+  BroadcastIndex s;
+  std::int64_t step;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
+    std::int64_t ix, ii;
+    s.offsets(o, ix, ii);
+    out[o] = x[ix + index[ii] * step];
+  }
+};
+
+/// \brief *x += v, atomically among threads that add to the same element. On a GPU, Kokkos' hardware
+/// atomic. On the host, a compare-and-swap loop whose first read is atomic too: Kokkos 3.4's host
+/// loop starts from a plain read of *x, which races (for ThreadSanitizer, and for the C++ memory
+/// model) with the other threads' swaps.
+template <class T>
+KOKKOS_INLINE_FUNCTION void atomic_accumulate(T* x, T v) {
+#ifdef KOKKOS_ACTIVE_EXECUTION_MEMORY_SPACE_HOST
+  T seen;
+  __atomic_load(x, &seen, __ATOMIC_RELAXED);
+  T sum = seen + v;
+  // On failure `seen` becomes the current value and the sum is formed again from it.
+  while (!__atomic_compare_exchange(x, &seen, &sum, /*weak=*/true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    sum = seen + v;
+#else
+  Kokkos::atomic_add(x, v);
+#endif
+}
+
+/// \brief TakeKernel backwards: x[ix + index[ii] * step] += g[o], atomically since several outputs
+/// may have read one element (a repeated index). The order of those adds is not fixed on a GPU.
+template <class T>
+struct ScatterAddKernel {
+  T* x;
+  const std::int64_t* index;
+  const T* g;
+  BroadcastIndex s;
+  std::int64_t step;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
+    std::int64_t ix, ii;
+    s.offsets(o, ix, ii);
+    atomic_accumulate(&x[ix + index[ii] * step], g[o]);
+  }
+};
+
+/// \brief The smallest and largest value of an int64 tensor, read through its strides.
+struct IndexRangeKernel {
+  const std::int64_t* index;
+  BroadcastIndex s;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, Kokkos::MinMaxScalar<std::int64_t>& range) const {
+    std::int64_t ii, unused;
+    s.offsets(i, ii, unused);
+    const std::int64_t v = index[ii];
+    if (v < range.min_val) range.min_val = v;
+    if (v > range.max_val) range.max_val = v;
+  }
+};
+
+namespace {
+
+// x's shape (or strides) without axis a.
+Shape without_axis(Shape s, int a) {
+  s.erase(s.begin() + a);
+  return s;
+}
+
+// x's strides with 0 along axis a, where the index tensor supplies the position.
+Shape strides_but(const Tensor& x, int a) {
+  Shape strides = x.strides();
+  strides[a] = 0;
+  return strides;
+}
+
+// IndexError unless every value of `index` lies in [0, extent of x's axis a): one reduction on the
+// device to the values' min and max, read on the host (an implicit synchronisation).
+void check_indices(const char* label, const Tensor& index, const Tensor& x, int a) {
+  if (index.numel() == 0) return;
+  const BroadcastIndex s = strided_index(label, index.shape(), index.strides(), Shape(index.shape().size(), 0));
+  note_host_sync(index.device(), "the bounds check of index_select / gather", /*implicit=*/true);
+  Kokkos::MinMaxScalar<std::int64_t> range;
+  launch_views(label, [&](const auto& backend, const std::int64_t* pi) {
+    reduce_each_index(label, backend, index.numel(), IndexRangeKernel{pi, s}, Kokkos::MinMax<std::int64_t>(range));
+  }, Fixed<std::int64_t>{index});
+  const std::int64_t extent = x.shape()[a];
+  if (range.min_val < 0 || range.max_val >= extent)
+    fail<IndexError>(label, "index ", range.min_val < 0 ? range.min_val : range.max_val, " is out of range for axis ", a,
+                     " of extent ", extent, " (shape ", x.shape(), "); indices must lie in [0, ", extent,
+                     "), negative ones included");
+}
+
+// What index_select and gather share: the checks, the bounds check and the kernel, out[o] =
+// x[... index[...] along a ...]. layout(a) checks the index's shape against x's (ShapeError) and
+// gives the result's shape and the index tensor's strides along it.
+template <class Layout>
+Tensor take(const char* label, const Tensor& x, int axis, const Tensor& index, Layout layout, bool check_bounds = true) {
+  check_defined(x, label);
+  check_dtype(label, "the index tensor", index, DType::int64, "convert it with .astype(kten::int64)");
+  const int a = normalize_axis(label, x, axis);
+  // Named, not a structured binding: the lambdas below capture them (nvcc refuses bindings there).
+  const std::pair<Shape, Shape> shape_and_strides = layout(a);
+  const Shape& shape = shape_and_strides.first;
+  const Shape& index_strides = shape_and_strides.second;
+  check_same_device(label, x.device(), index.device());
+  if (check_bounds) check_indices(label, index, x, a);
+  Tensor out = empty(shape, x.device(), x.dtype());
+  const BroadcastIndex s = strided_index(label, shape, strides_but(x, a), index_strides);
+  const std::int64_t step = x.strides()[a];
+  launch_views<Accepts::any>(label, [&](const auto& backend, auto* px, auto* po, const std::int64_t* pi) {
+    using T = std::remove_pointer_t<decltype(po)>;
+    for_each_index(label, backend, out.numel(), TakeKernel<T>{px, pi, po, s, step});
+  }, x, out, Fixed<std::int64_t>{index});
+  if (recording(x))
+    record(label, out, {&x}, [label, x_shape = x.shape(), shape, index_strides, a, index = saved(index)](const Tensor& g_in, const Needs&) {
+      // Zeros of x's shape, each output's gradient added where the forward read it.
+      const Tensor g = g_in.contiguous(), grad = zeros(x_shape, g.device(), g.dtype());
+      const BroadcastIndex s = strided_index(label, shape, strides_but(grad, a), index_strides);
+      launch_views(label, [&](const auto& backend, auto* pg, auto* px, const std::int64_t* pi) {
+        using T = std::remove_pointer_t<decltype(px)>;
+        for_each_index(label, backend, g.numel(), ScatterAddKernel<T>{px, pi, pg, s, grad.strides()[a]});
+      }, g, grad, Fixed<std::int64_t>{index});
+      return Grads{grad};
+    });
+  return out;
+}
+
+}  // namespace
+}  // namespace detail
+
+using namespace detail;
+
+Tensor argmax(const Tensor& x, int axis, bool keepdim) {
+  constexpr const char* label = "kten::argmax";
+  check_defined(x, label);
+  const int a = normalize_axis(label, x, axis);
+  const std::int64_t len = x.shape()[a];
+  if (len == 0)
+    fail<ShapeError>(label, "axis ", axis, " of shape ", x.shape(), " is empty, so it has no largest element");
+  const Shape rest = without_axis(x.shape(), a);
+  Shape kept = x.shape();
+  kept[a] = 1;
+  Tensor out = empty(keepdim ? kept : rest, x.device(), DType::int64);
+  const BroadcastIndex s = strided_index(label, rest, without_axis(x.strides(), a), Shape(rest.size(), 0));
+  launch_views<Accepts::any>(label, [&](const auto& backend, auto* px, std::int64_t* po) {
+    using T = std::remove_pointer_t<decltype(px)>;
+    for_each_index(label, backend, out.numel(), ArgmaxKernel<T>{px, po, s, len, x.strides()[a]}, out.numel() * len);
+  }, x, Fixed<std::int64_t>{out});
+  return out;
+}
+
+// Two passes over about sqrt(n) parts of about sqrt(n) elements: every part's argmax in parallel,
+// then one thread over the parts' winners (in order, so the first index still wins).
+Tensor argmax(const Tensor& x_in) {
+  constexpr const char* label = "kten::argmax_all";
+  check_defined(x_in, label);
+  if (x_in.numel() == 0)
+    fail<ShapeError>(label, "the tensor is empty (shape ", x_in.shape(), "), so it has no largest element");
+  const Tensor x = x_in.contiguous();  // a view is read through one contiguous copy, as reductions do
+  const std::int64_t n = x.numel();
+  const auto per_part = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(n))));
+  const std::int64_t parts = n / per_part;  // >= 1: per_part <= n
+  Tensor part_best = empty({parts}, x.device(), DType::int64), out = empty({}, x.device(), DType::int64);
+  const BroadcastIndex s = strided_index(label, {parts}, {per_part}, {0});
+  launch<Accepts::any>(label, [&](const auto& backend, auto* px, std::int64_t* pb, std::int64_t* po) {
+    using T = std::remove_pointer_t<decltype(px)>;
+    for_each_index(label, backend, parts, ArgmaxKernel<T>{px, pb, s, per_part, 1}, parts * per_part);
+    for_each_index(label, backend, 1, ArgmaxPartsKernel<T>{px, pb, po, parts, per_part, n}, parts + per_part);
+  }, x, Fixed<std::int64_t>{part_best}, Fixed<std::int64_t>{out});
+  return out;
+}
+
+namespace detail {
+namespace {
+Tensor select_along(const char* label, const Tensor& x, int axis, const Tensor& indices, bool check_bounds) {
+  return take(label, x, axis, indices, [&](int a) {
+    if (indices.ndim() != 1)
+      fail<ShapeError>(label, "indices must be 1-D, got shape ", indices.shape(),
+                       "; flatten them with .reshape({-1})");
+    Shape shape = x.shape(), index_strides(shape.size(), 0);
+    shape[a] = indices.numel();
+    index_strides[a] = indices.strides()[0];  // output position along a -> the index's offset
+    return std::pair{shape, index_strides};
+  }, check_bounds);
+}
+}  // namespace
+
+Tensor select_rows_in_range(const Tensor& x, const Tensor& rows) {
+  return select_along("kten::select_rows", x, 0, rows, /*check_bounds=*/false);
+}
+}  // namespace detail
+
+Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
+  return select_along("kten::index_select", x, axis, indices, /*check_bounds=*/true);
+}
+
+Tensor gather(const Tensor& x, int axis, const Tensor& index) {
+  constexpr const char* label = "kten::gather";
+  return take(label, x, axis, index, [&](int a) {
+    bool fits = index.ndim() == x.ndim();
+    for (int d = 0; fits && d < x.ndim(); ++d) fits = d == a || index.shape()[d] <= x.shape()[d];
+    if (!fits)
+      fail<ShapeError>(label, "index of shape ", index.shape(), " does not fit x of shape ", x.shape(),
+                       " along axis ", axis, "; index needs x's rank and extents no larger than x's on the other axes");
+    return std::pair{index.shape(), index.strides()};
+  });
+}
+
+}  // namespace kten
