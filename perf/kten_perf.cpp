@@ -902,6 +902,14 @@ std::pair<double, std::string> best_rate(const std::vector<std::string>& names) 
   return best;
 }
 
+/// \brief What the device under test is, for the plots' titles: the GPU's name, or the CPU and its ISA.
+std::string device_name() {
+  if (config.device.is_gpu() && !kten::gpus_are_emulated())
+    for (const auto& g : kten::gpu_properties())
+      if (g.used_by_kten) return g.name;
+  return kten::cpu_model() + ", " + kten::cpu_vector_isa();
+}
+
 void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>& sizes,
                    const std::string& exercises_json) {
   namespace fs = std::filesystem;
@@ -949,18 +957,17 @@ void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>
     const std::string vendor = config.device.is_cpu() ? "OpenBLAS" : kten::perf::gpu_blas_name();
     std::ofstream gp(out / "plots.gp");
     gp << "set terminal pngcairo size 900,560 noenhanced\nset grid\nset key outside right\n"
-       << "set output '" << (out / "gemm.png").string() << "'\n"
-       << "set title 'matmul on " << config.device << " (" << kten::cpu_model() << ", " << kten::cpu_vector_isa()
-       << ")'\n"
+       << "set output 'gemm.png'\n"
+       << "set title 'matmul on " << config.device << " (" << device_name() << ")'\n"
        << "set xlabel 'n (n x n times n x n)'\nset ylabel 'GFLOP/s'\nset logscale x 2\n"
-       << "plot '" << (out / "gemm.dat").string() << "' using 1:2 with linespoints title 'kten float32', "
+       << "plot 'gemm.dat' using 1:2 with linespoints title 'kten float32', "
        << "'' using 1:3 with linespoints title '" << vendor << " sgemm', "
        << "'' using 1:4 with linespoints title 'kten float64', '' using 1:5 with linespoints title '" << vendor
        << " dgemm'" << (config.device.is_cpu() ? ", '' using 1:6 with linespoints title 'Eigen float32'" : "") << "\n"
-       << "unset logscale x\nset output '" << (out / "bandwidth.png").string() << "'\n"
+       << "unset logscale x\nset output 'bandwidth.png'\n"
        << "set title 'memory-bound operations on " << config.device << ", " << (config.quick ? "2^20" : "2^26")
        << " float32'\nset ylabel 'GB/s (useful bytes)'\nset xlabel ''\nset style fill solid 0.6\nset boxwidth 0.6\n"
-       << "set yrange [0:*]\nplot '" << (out / "bandwidth.dat").string() << "' using 1:3:xtic(2) with boxes notitle\n";
+       << "set yrange [0:*]\nplot 'bandwidth.dat' using 1:3:xtic(2) with boxes notitle\n";
   }
   const auto vs_libtorch = [](const Row& r) { return r.key.find("_vs_libtorch") != std::string::npos && r.value > 0; };
   if (std::any_of(rows.begin(), rows.end(), vs_libtorch)) {  // beside the GEMM plot: kten against libtorch
@@ -969,13 +976,15 @@ void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>
     for (const auto& r : rows)
       if (vs_libtorch(r)) dat << i++ << " \"" << r.key.substr(0, r.key.find("_vs_libtorch")) << "\" " << r.value << '\n';
     std::ofstream gp(out / "plots.gp", std::ios::app);
-    gp << "set output '" << (out / "libtorch.png").string() << "'\nset title 'libtorch time / kten time on "
+    gp << "set output 'libtorch.png'\nset title 'libtorch time / kten time on "
        << config.device << " (" << kten::cpu_model() << ", " << kten::host_threads()
        << " threads; above 1: kten is faster)'\nset ylabel 'ratio'\nset xtics rotate by -40\n"
-       << "set logscale y 2\nset yrange [*:*]\nplot '" << (out / "libtorch.dat").string()
-       << "' using 1:3:xtic(2) with boxes notitle, 1 with lines lw 2 notitle\n";
+       << "set logscale y 2\nset yrange [*:*]\nplot 'libtorch.dat' using 1:3:xtic(2) with boxes notitle, "
+       << "1 with lines lw 2 notitle\n";
   }
-  const std::string cmd = std::string(KTEN_GNUPLOT) + " '" + (out / "plots.gp").string() + "'";
+  // plots.gp names its files relative to the output folder, so that it draws them again wherever
+  // the folder is copied (a GPU node's results are plotted afterwards, where gnuplot is).
+  const std::string cmd = "cd '" + out.string() + "' && " + std::string(KTEN_GNUPLOT) + " plots.gp";
   if (std::system(cmd.c_str()) != 0) std::cout << "gnuplot failed: " << cmd << '\n';
 }
 

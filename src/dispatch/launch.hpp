@@ -3,6 +3,7 @@
 // element type and hands the kernel typed pointers; run() / run_reduce() are the only calls of
 // Kokkos::parallel_for / parallel_reduce; for_each_index() runs a functor over a 64-bit range.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -70,23 +71,25 @@ std::int64_t gpu_range_threads(const Backend& backend) {
 /// elements the whole range touches (n when each index touches one), which decides whether a
 /// cpu() kernel is worth waking every thread for.
 ///
-/// On a GPU, a range larger than the resident threads runs as a grid-stride loop over that many
-/// threads. Kokkos 3.4 launches a range as blocks of the fewest threads that still reach full
-/// occupancy (64 on an H100), one index each: 2^26 indices made a million short blocks, and the
-/// block scheduler, not memory, bounded every elementwise kernel (25% achieved occupancy, 0.29 of
-/// cudaMemcpy's bandwidth, read from Nsight Compute). With one resident wave of blocks, each
-/// thread streams its share and the kernel is bound by memory bandwidth.
+/// On a GPU a range runs as a grid-stride loop over at most the resident threads (one iteration
+/// each when n is smaller; one kernel per functor either way). Kokkos 3.4 launches a range as
+/// blocks of the fewest threads that still reach full occupancy (64 on an H100), one index each:
+/// 2^26 indices made a million short blocks, and the block scheduler, not memory, bounded every
+/// elementwise kernel (25% achieved occupancy, 0.29 of cudaMemcpy's bandwidth, read from Nsight
+/// Compute). With one resident wave of blocks, each thread streams its share and the kernel is
+/// bound by memory bandwidth.
 template <class Backend, class Functor>
 void for_each_index(const char* label, const Backend& backend, std::int64_t n, const Functor& functor,
                     std::int64_t work) {
   if constexpr (!Backend::is_host) {
-    const std::int64_t threads = gpu_range_threads(backend);
-    if (n > threads)
-      return run(label, backend, RangePolicy<Backend>(backend.space, 0, threads), GridStride<Functor>{functor, n, threads});
+    (void)work;
+    const std::int64_t threads = std::min(n, gpu_range_threads(backend));
+    run(label, backend, RangePolicy<Backend>(backend.space, 0, threads), GridStride<Functor>{functor, n, threads});
+  } else {
+    with_grain(backend, work, [&](const auto& on) {
+      run(label, on, RangePolicy<std::decay_t<decltype(on)>>(on.space, 0, n), functor);
+    });
   }
-  with_grain(backend, work, [&](const auto& on) {
-    run(label, on, RangePolicy<std::decay_t<decltype(on)>>(on.space, 0, n), functor);
-  });
 }
 
 /// \brief Reduces functor(i, accumulator) over i in [0, n) on the backend into `reducer`'s View,
