@@ -6,6 +6,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <kten/kokkos.hpp>  // own_view
+
 namespace kten::detail {
 
 /// \brief `bytes` of page-locked host memory in PinnedSpace (Kokkos::CudaHostPinnedSpace,
@@ -13,10 +15,9 @@ namespace kten::detail {
 template <class PinnedSpace>
 std::shared_ptr<void> allocate_pinned_view(std::size_t bytes, void** data) {
   using Pinned = Kokkos::View<double*, PinnedSpace>;
-  auto view = std::make_shared<Pinned>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kten::pinned"),
-                                       bytes / sizeof(double) + 1);
-  *data = view->data();
-  return view;
+  Pinned view(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kten::pinned"), bytes / sizeof(double) + 1);
+  *data = view.data();
+  return own_view(std::move(view));
 }
 
 }  // namespace kten::detail

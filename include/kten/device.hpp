@@ -69,7 +69,8 @@ void require_available(const Device& device);
 void synchronize(const Device& device);
 
 /// \brief Initialises Kokkos unless the application already did, and finalises only what it
-/// initialised. Construct one at the top of main().
+/// initialised. Optional: without one, kten starts Kokkos on first use and finalises it at exit;
+/// construct one at the top of main() to pass Kokkos' --kokkos-* flags or to end Kokkos earlier.
 class ScopeGuard {
  public:
   /// \brief Initialises Kokkos with the command line (Kokkos' own --kokkos-* flags are honoured).

@@ -26,6 +26,15 @@ struct ViewRequest {
 };
 /// \brief The tensor's data when `request` fits it exactly; kten::Error explains what does not.
 void* checked_view_data(const Tensor& t, const ViewRequest& request);
+/// \brief An owner that keeps `view` alive for a tensor's storage. Dropped after Kokkos has been
+/// finalised (a tensor or model that outlives the ScopeGuard, a static one destroyed at exit), the
+/// View is left to the process' end instead of freed: Kokkos aborts on a View freed after finalize.
+template <class ViewType>
+std::shared_ptr<void> own_view(ViewType view) {
+  return std::shared_ptr<void>(new ViewType(std::move(view)), [](void* p) {
+    if (Kokkos::is_initialized()) delete static_cast<ViewType*>(p);
+  });
+}
 /// \brief A tensor over memory a View owns (kept alive by `owner`): `span` elements from `data`,
 /// seen with `shape` and `strides`, checked against `device`.
 Tensor tensor_from_external(void* data, Shape shape, Shape strides, std::size_t span, const Device& device,
@@ -114,7 +123,7 @@ Tensor from_view(const ViewType& view, const Device& device = cpu()) {
     shape[r] = static_cast<std::int64_t>(view.extent(r));
     strides[r] = static_cast<std::int64_t>(view.stride(r));
   }
-  auto owner = std::make_shared<ViewType>(view);
+  auto owner = detail::own_view(view);
   return detail::tensor_from_external(
       view.data(), std::move(shape), std::move(strides), view.span(), device, std::move(owner),
       detail::view_request<typename ViewType::memory_space>(dtype_of<T>(), rank));

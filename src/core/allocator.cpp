@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include <kten/kokkos.hpp>  // own_view
 #include <kten/runtime.hpp>
 
 #include "backend_glue.hpp"
@@ -21,6 +22,7 @@
 #include "dispatch/dispatch.hpp"
 #include "emulated_memory.hpp"
 #include "fail.hpp"
+#include "kokkos_lifetime.hpp"
 #include "storage.hpp"
 
 namespace kten {
@@ -139,10 +141,9 @@ BlockCache& cache() {
 template <class Space>
 std::shared_ptr<void> allocate_words(std::size_t bytes, const std::string& label, void** data) {
   using Words = Kokkos::View<double*, Space>;
-  auto view = std::make_shared<Words>(Kokkos::view_alloc(Kokkos::WithoutInitializing, label),
-                                      bytes / sizeof(double) + 1);
-  *data = view->data();
-  return view;
+  Words view(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), bytes / sizeof(double) + 1);
+  *data = view.data();
+  return own_view(std::move(view));
 }
 
 Block fresh_block(const Device& device, std::size_t size, const char* what) {
@@ -164,6 +165,7 @@ std::shared_ptr<void> allocate_host(std::size_t bytes, const char* label, void**
 }
 
 std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what) {
+  ensure_kokkos();  // before the cache: a use after Kokkos::finalize is that error, not out of memory
   require_available(device);
   const auto rounded = block_size(bytes);
   if (!rounded) throw out_of_memory(device, bytes, what, "more than a 64-bit size can address");

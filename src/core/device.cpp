@@ -1,4 +1,5 @@
 // Devices, their availability, and the Kokkos lifetime guard.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -13,6 +14,7 @@
 
 #include "backend_glue.hpp"
 #include "fail.hpp"
+#include "kokkos_lifetime.hpp"
 
 namespace kten {
 
@@ -134,11 +136,60 @@ void require_available(const Device& device) {
   detail::fail<DeviceUnavailable>("", device, " is not available: ", why);
 }
 
+namespace detail {
+
+std::atomic<int> kokkos_state{0};
+
+namespace {
+
+std::mutex& lifetime_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+void finalize_at_exit() {
+  if (Kokkos::is_initialized()) Kokkos::finalize();
+}
+
+// Under lifetime_mutex(). Kokkos runs its finalize hooks once and forgets them: one per start.
+void note_running_locked() {
+  if (kokkos_state.load(std::memory_order_relaxed) == 1) return;
+  Kokkos::push_finalize_hook([] { kokkos_state.store(2, std::memory_order_release); });
+  kokkos_state.store(1, std::memory_order_release);
+}
+
+}  // namespace
+
+void note_kokkos_running() {
+  std::lock_guard<std::mutex> lock(lifetime_mutex());
+  note_running_locked();
+}
+
+void start_kokkos_for_kten() {
+  std::lock_guard<std::mutex> lock(lifetime_mutex());
+  if (kokkos_state.load(std::memory_order_relaxed) == 1) return;
+  if (Kokkos::is_initialized()) return note_running_locked();  // the application's Kokkos
+  if (kokkos_state.load(std::memory_order_relaxed) == 2)
+    fail("", "kten was used after Kokkos::finalize: the ScopeGuard (or the application's own "
+             "Kokkos::finalize) has already ended Kokkos. Keep the tensors and models you still use "
+             "inside the guard's scope, or drop the ScopeGuard and let kten start Kokkos on first use "
+             "and finalise it at exit");
+  // Nobody has started Kokkos (no ScopeGuard, as a libtorch user writes): kten starts it with
+  // default settings and finalises it when the program exits.
+  int argc = 0;
+  initialize_kokkos(argc, nullptr);
+  std::atexit(finalize_at_exit);
+  note_running_locked();
+}
+
+}  // namespace detail
+
 ScopeGuard::ScopeGuard(int& argc, char* argv[]) {
   if (!Kokkos::is_initialized()) {
     initialize_kokkos(argc, argv);
     owns_ = true;
   }
+  detail::note_kokkos_running();
 }
 
 ScopeGuard::ScopeGuard() {
@@ -147,6 +198,7 @@ ScopeGuard::ScopeGuard() {
     initialize_kokkos(argc, nullptr);
     owns_ = true;
   }
+  detail::note_kokkos_running();
 }
 
 ScopeGuard::~ScopeGuard() {

@@ -10,6 +10,7 @@
 #include "dispatch/dispatch.hpp"
 #include "ops/host_isa.hpp"
 #include "dist/hooks.hpp"
+#include "kokkos_lifetime.hpp"
 
 namespace kten {
 
@@ -37,7 +38,10 @@ std::vector<std::string> enabled_backends() {
   return names;
 }
 
-int host_threads() { return detail::compat::host_concurrency(); }
+int host_threads() {
+  detail::ensure_kokkos();  // the host pool's size is Kokkos'
+  return detail::compat::host_concurrency();
+}
 std::string cpu_model() { return detail::host_cpu_model(); }
 std::vector<GpuProperties> gpu_properties() { return detail::gpu_device_properties(); }
 std::string cpu_vector_isa() { return detail::HostIsa::name; }

@@ -8,6 +8,8 @@
 
 #include <kten/device.hpp>
 
+#include "core/kokkos_lifetime.hpp"
+
 namespace kten::detail {
 
 /// \brief True when this build's Kokkos has a device execution space (CUDA, HIP, SYCL, ...).
@@ -66,10 +68,12 @@ Space current_instance() {
 /// parallel regions; other threads get host work run on Kokkos::Serial (ThreadError without it).
 bool host_pool_usable_here();
 
-/// \brief Calls f(backend) for the backend that serves `device`; throws DeviceUnavailable when
-/// the device cannot be used in this process.
+/// \brief Calls f(backend) for the backend that serves `device` (starting Kokkos when nobody has);
+/// throws DeviceUnavailable when the device cannot be used in this process, kten::Error after
+/// Kokkos::finalize.
 template <class F>
 decltype(auto) with_backend(const Device& device, F&& f) {
+  ensure_kokkos();
   require_available(device);
   if (device.is_gpu() && !gpus_are_emulated()) {
     if constexpr (has_gpu_backend) return f(GpuBackend{current_instance<Kokkos::DefaultExecutionSpace>()});

@@ -1,0 +1,63 @@
+// kten's lifetimes, each in a process of its own (the mode is the first argument): nothing aborts
+// at exit, whatever outlives Kokkos.
+//   no-guard      no ScopeGuard at all: kten starts Kokkos on first use and finalises it at exit
+//   static-model  a model at namespace scope, filled and trained inside a ScopeGuard, destroyed at
+//                 exit after the guard has finalised Kokkos (a simulation object holding its surrogate)
+//   after-guard   a tensor used after its guard has ended: a kten::Error that says so, and the
+//                 tensor itself dropped at exit without an abort
+#include <cstring>
+#include <iostream>
+
+#include <kten/kten.hpp>
+
+namespace {
+
+kten::nn::Sequential static_model;  // constructed before main, destroyed after the guard
+
+int no_guard() {
+  const auto x = kten::ones({2, 3}, kten::try_gpu());
+  std::cout << "sum " << (x + 1.f).sum().item<float>() << " on " << x.device() << '\n';
+  return 0;
+}
+
+int with_static_model() {
+  kten::ScopeGuard guard;
+  static_model.add(kten::nn::Linear(3, 2));
+  static_model.to(kten::try_gpu());
+  kten::optim::SGD sgd(0.1);
+  const auto x = kten::ones({4, 3}, kten::try_gpu()), y = kten::zeros({4, 2}, kten::try_gpu());
+  for (int step = 0; step < 3; ++step) {
+    sgd.zero_grad(static_model);
+    kten::nn::MSELoss()(static_model(x), y).backward();
+    sgd.step(static_model);
+  }
+  std::cout << "trained " << static_model.parameters().size() << " parameters\n";
+  return 0;
+}
+
+int after_guard() {
+  kten::Tensor t;
+  {
+    kten::ScopeGuard guard;
+    t = kten::ones({3}, kten::try_gpu());
+  }
+  try {
+    const auto u = t + 1.f;
+    std::cout << "no error after the guard ended\n";
+    return 1;
+  } catch (const kten::Error& e) {
+    std::cout << "kten::Error: " << e.what() << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (std::strcmp(mode, "no-guard") == 0) return no_guard();
+  if (std::strcmp(mode, "static-model") == 0) return with_static_model();
+  if (std::strcmp(mode, "after-guard") == 0) return after_guard();
+  std::cerr << "kten-lifetimes no-guard | static-model | after-guard\n";
+  return 2;
+}
