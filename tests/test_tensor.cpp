@@ -1,4 +1,5 @@
 // Tensors: creation on a device, shape and dtype, reshape, host reads, printing, interop, errors.
+#include <cmath>
 #include <limits>
 #include <sstream>
 
@@ -200,10 +201,35 @@ TEST_CASE("host reads check the element type and the element count", "[tensor]")
   CHECK_THROWS_AS(x.to_vector<double>(), DTypeError);
   CHECK_THROWS_AS(x.item<float>(), ShapeError);
   CHECK(sum(x).item<float>() == 3.f);
-  CHECK_THROWS_AS(sum(x).item<double>(), DTypeError);
   CHECK(x.astype(float64).to_vector<double>() == std::vector<double>{1, 1, 1});
   CHECK(x.astype(float32).shares_storage_with(x));
   CHECK_THROWS_AS(Tensor().device(), Error);
+}
+
+TEST_CASE("item<T>() converts as libtorch's item<T>(), and refuses a value T cannot hold", "[tensor]") {
+  const Device d = test::device();
+  const auto one = [&](double v, DType t) { return full({}, v, d, t); };
+  const auto integer = [&](std::int64_t v) { return tensor(std::vector<std::int64_t>{v}, d); };
+  CHECK(one(2.5, float32).item<double>() == 2.5);
+  CHECK(one(0.1, float64).item<float>() == 0.1f);
+  CHECK(one(-3.7, float32).item<std::int64_t>() == -3);  // toward zero
+  CHECK(one(3.7, float64).item<std::int64_t>() == 3);
+  CHECK(integer(9007199254740993).item<std::int64_t>() == 9007199254740993);  // 2^53 + 1: exact
+  CHECK(integer(-5).item<double>() == -5.0);
+  CHECK(integer(std::int64_t(1) << 40).item<float>() == 1099511627776.f);
+  CHECK(integer(2).item<bool>());
+  CHECK(one(1, boolean).item<float>() == 1.f);
+  CHECK(one(1, boolean).item<std::int64_t>() == 1);
+  CHECK(one(2.5, float32).item<bool>());
+  CHECK_FALSE(one(0, float64).item<bool>());
+  CHECK(one(NAN, float32).item<bool>());  // NaN != 0, as bool(torch.tensor(nan))
+  CHECK(std::isnan(one(NAN, float32).item<double>()));
+  CHECK(std::isinf(one(INFINITY, float64).item<float>()));  // infinities convert
+  CHECK(one(-9.2e18, float64).item<std::int64_t>() == std::int64_t(-9.2e18));
+  CHECK_THROWS_AS(one(NAN, float64).item<std::int64_t>(), DTypeError);
+  CHECK_THROWS_AS(one(INFINITY, float32).item<std::int64_t>(), DTypeError);
+  CHECK_THROWS_AS(one(1e19, float64).item<std::int64_t>(), DTypeError);
+  CHECK_THROWS_AS(one(1e300, float64).item<float>(), DTypeError);
 }
 
 TEST_CASE("printing shows the values and a trailer with shape, dtype and device", "[tensor][print]") {

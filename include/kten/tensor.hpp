@@ -137,8 +137,10 @@ class Tensor {
       return out;
     }
   }
-  /// \brief The value of a one-element tensor; synchronises with the device. T must match dtype()
-  /// (float, double, std::int64_t or bool).
+  /// \brief The value of a one-element tensor as T (float, double, std::int64_t or bool), converted
+  /// from any dtype as libtorch's item<T>() does (to int64 toward zero, to bool != 0); a value T
+  /// cannot hold (NaN or out of range to int64, a finite float64 past float32) is a DTypeError.
+  /// Synchronises with the device.
   template <class T>
   T item() const {
     T value{};

@@ -1,5 +1,8 @@
 // Transfers: every copy between devices goes through copy_bytes (Kokkos::deep_copy on the right
 // execution-space instance), is counted, and fences only where the host reads the result next.
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
 
 #include <kten/runtime.hpp>
@@ -82,10 +85,52 @@ void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) 
   copy_bytes(*c.storage(), byte_offset(c), host, 0, t.nbytes());
 }
 
-void read_item(const Tensor& t, void* dst, DType expected) {
+// item<T>() converts as libtorch's item<T>() (and Python's float(t), int(t), bool(t)) do: any dtype
+// to any T; floats to int64 truncate toward zero; to bool is != 0 (NaN is true). A value T cannot
+// hold (NaN, an infinity or one past 2^63 to int64; a finite float64 past float32's range) is a
+// DTypeError, as libtorch's "cannot be converted without overflow".
+void read_item(const Tensor& t, void* dst, DType wanted) {
   if (t.defined() && t.numel() != 1)  // an undefined tensor gets read_to_host's "undefined" error
     fail<ShapeError>("", "item() needs a tensor with exactly one element, got shape ", t.shape());
-  read_to_host(t, dst, expected, "item()");
+  const DType from = t.defined() ? t.dtype() : wanted;
+  alignas(8) unsigned char raw[8] = {};
+  read_to_host(t, raw, from, "item()");
+  if (from == wanted) return static_cast<void>(std::memcpy(dst, raw, dtype_size(from)));
+  double real = 0;           // the value, for a float or boolean source
+  std::int64_t integer = 0;  // the value, exactly, for an int64 or boolean source
+  switch (from) {
+    case DType::float32: { float v; std::memcpy(&v, raw, sizeof v); real = v; break; }
+    case DType::float64: std::memcpy(&real, raw, sizeof real); break;
+    case DType::int64: std::memcpy(&integer, raw, sizeof integer); real = static_cast<double>(integer); break;
+    case DType::boolean: { bool v; std::memcpy(&v, raw, sizeof v); integer = v; real = v; break; }
+  }
+  const bool exact_integer = from == DType::int64 || from == DType::boolean;
+  const auto cannot_hold = [&] {
+    fail<DTypeError>("", "item() cannot give the ", from, " value ", real, " as ", element_type_name(wanted),
+                     ": it is out of that type's range");
+  };
+  switch (wanted) {
+    case DType::float32: {
+      if (std::isfinite(real) && std::fabs(real) > std::numeric_limits<float>::max()) cannot_hold();
+      const float v = exact_integer ? static_cast<float>(integer) : static_cast<float>(real);
+      std::memcpy(dst, &v, sizeof v);
+      break;
+    }
+    case DType::float64: std::memcpy(dst, &real, sizeof real); break;
+    case DType::int64: {
+      if (!exact_integer) {
+        if (!(real >= -9223372036854775808.0 && real < 9223372036854775808.0)) cannot_hold();  // NaN too
+        integer = static_cast<std::int64_t>(real);
+      }
+      std::memcpy(dst, &integer, sizeof integer);
+      break;
+    }
+    case DType::boolean: {
+      const bool v = exact_integer ? integer != 0 : real != 0;  // NaN != 0
+      std::memcpy(dst, &v, sizeof v);
+      break;
+    }
+  }
 }
 
 Tensor from_host(const void* values, const Shape& shape, DType dtype, const Device& device) {
