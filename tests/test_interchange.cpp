@@ -190,6 +190,17 @@ TEST_CASE("a state dict that does not fit throws FormatError and changes nothing
   bad = sd;
   bad.push_back(sd[0]);
   expect_refused("a name twice", bad, "names '0.weight' twice");
+  // Every fault in one message, as PyTorch's: a wrong architecture is seen whole at the first try.
+  bad = sd;
+  bad[0].second = zeros({5, 3}, d);
+  bad[3].second = zeros({3}, d);
+  expect_refused("two shapes", bad,
+                 "(2 faults): '0.weight' has shape 5x3 in the state dict but 4x3 in the model; '2.bias' has shape 3");
+  bad.pop_back();
+  bad.emplace_back("3.weight", zeros({2, 2}, d));
+  expect_format_error("names and a shape", [&] { target.load_state_dict(bad); },
+                      "(3 faults): missing '2.bias'; unexpected '3.weight'; '0.weight' has shape 5x3");
+  CHECK(parameter_values(target) == before);
 }
 
 TEST_CASE("a lazily shaped Linear takes its shape from the state dict", "[interchange]") {

@@ -971,7 +971,7 @@ TEST_CASE("load_checkpoint refuses a malformed or mismatching file and changes n
       {"an optimiser buffer of another parameter", rewrite("p.ckpt", misplaced, metadata),
        "the state's '5.bias.exp_avg' names no parameter of the model (Sequential)"},
       {"a file without some of the model's parameters", rewrite("m.ckpt", partial, metadata),
-       "the state dict's names are not the model's: missing"},
+       "the state dict does not fit the model (1 fault): missing"},
   };
   nn::Sequential model = test::small_mlp(d);
   optim::Adam adam(0.01);

@@ -144,20 +144,28 @@ void Module::load_state_dict(const StateDict& state_dict, bool strict) {
   }
   for (const auto& entry : state_dict)
     if (!own.count(entry.first)) unexpected.push_back(entry.first);
-  if (strict && (!missing.empty() || !unexpected.empty()))
-    detail::fail<FormatError>(op, "the state dict's names are not the model's: ",
-                              missing.empty() ? "" : "missing " + quoted(missing),
-                              !missing.empty() && !unexpected.empty() ? "; " : "",
-                              unexpected.empty() ? "" : "unexpected " + quoted(unexpected),
-                              " (load_state_dict(dict, /*strict=*/false) loads the names both have)");
+  // Every fault at once, as PyTorch's "Error(s) in loading state_dict": names (strict), then each
+  // entry that cannot load (in either mode).
+  std::vector<std::string> faults;
+  const bool names_differ = strict && (!missing.empty() || !unexpected.empty());
+  if (strict && !missing.empty()) faults.push_back("missing " + quoted(missing));
+  if (strict && !unexpected.empty()) faults.push_back("unexpected " + quoted(unexpected));
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (!sources[i]) continue;
     const Tensor& t = *sources[i];
     const Parameter& p = *params[i].slot;
-    if (!t.defined()) detail::fail<FormatError>(op, "'", params[i].name, "' is an undefined tensor in the state dict");
-    if (!p.fits(t.shape()))
-      detail::fail<FormatError>(op, "'", params[i].name, "' has shape ", t.shape(), " in the state dict but ",
-                                p.value.defined() ? p.value.shape() : p.expected, " in the model");
+    if (!t.defined())
+      faults.push_back("'" + params[i].name + "' is an undefined tensor in the state dict");
+    else if (!p.fits(t.shape()))
+      faults.push_back("'" + params[i].name + "' has shape " + shape_str(t.shape()) + " in the state dict but " +
+                       shape_str(p.value.defined() ? p.value.shape() : p.expected) + " in the model");
+  }
+  if (!faults.empty()) {
+    std::string all;
+    for (const auto& f : faults) all += (all.empty() ? "" : "; ") + f;
+    detail::fail<FormatError>(op, "the state dict does not fit the model (", faults.size(),
+                              faults.size() == 1 ? " fault): " : " faults): ", all,
+                              names_differ ? " (load_state_dict(dict, /*strict=*/false) loads the names both have)" : "");
   }
   // A lazy layer takes every parameter from the dict or none: one shaped in part would make up the
   // rest at its first call.
