@@ -441,6 +441,7 @@ struct Row {
   std::string key, what, target;
   double value;  // 0: not measured
   bool against_limit = false;  // a ratio to the machine's memory limit: above kLimitSlack the baseline is wrong
+  bool against_blas = false;   // a ratio to OpenBLAS on the host (or libtorch, whose GEMMs call it)
 };
 
 // --- kten against a framework peer: the same workloads (baselines/libtorch.hpp) -------------------
@@ -625,7 +626,7 @@ void add_libtorch_rows(std::vector<Row>& rows) {
     const double kten_s = results.count(name + "kten") ? results[name + "kten"].seconds : 0;
     const std::string blas = best > 0 ? " (OpenBLAS threads " + std::to_string(best_threads) + ")" : "";
     rows.push_back({w.name + "_vs_libtorch", w.what + ": libtorch time" + blas + " / kten time", w.target,
-                    best > 0 && kten_s > 0 ? best / kten_s : 0});
+                    best > 0 && kten_s > 0 ? best / kten_s : 0, false, true});
   }
 }
 #endif
@@ -844,16 +845,26 @@ int isa_rank(std::string name) {
 /// neither is): they pick OpenBLAS' kernel and blocking instead of its own detection, which on some
 /// machines of this project choose a kernel below the CPU's ISA, and the GEMM ratios then measure
 /// kten against that kernel.
+bool openblas_below_isa() { return isa_rank(openblas_get_corename()) < isa_rank(kten::cpu_vector_isa()); }
+
 std::string openblas_warning() {
   const std::string coretype = env_or_unset("OPENBLAS_CORETYPE"), l2 = env_or_unset("OPENBLAS_L2_SIZE");
-  if (coretype == "unset" && l2 == "unset") return "";
   const std::string core = openblas_get_corename();
-  const bool below = isa_rank(core) < isa_rank(kten::cpu_vector_isa());
+  const bool below = openblas_below_isa();
+  if (coretype == "unset" && l2 == "unset") {
+    if (!below) return "";
+    // OpenBLAS' own detection chose it (Prescott, SSE3, on this project's AVX-512 Xeon).
+    return "warning: OpenBLAS picked its '" + core + "' kernel by itself, below this machine's " +
+           kten::cpu_vector_isa() + ": the ratios against OpenBLAS, and against libtorch, whose GEMMs call it, "
+           "are withheld (null in summary.json, under baseline_below_isa). To measure them, name this machine's "
+           "kernel: OPENBLAS_CORETYPE=SkylakeX (AVX-512) or Haswell (AVX2) make perf\n";
+  }
   std::ostringstream os;
   os << "warning: OPENBLAS_CORETYPE=" << coretype << " OPENBLAS_L2_SIZE=" << l2 << " are set: OpenBLAS runs its '"
      << core << "' kernel" << (below ? ", below this machine's " + kten::cpu_vector_isa() : "")
-     << ", so the matmul rows compare kten with that kernel. For a perf run, unset both: "
-     << "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE make perf\n";
+     << ", so the matmul rows compare kten with that kernel"
+     << (below ? " and are withheld with the libtorch rows (null in summary.json, under baseline_below_isa)" : "")
+     << ". For a perf run, unset both: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE make perf\n";
   return os.str();
 }
 
@@ -864,7 +875,8 @@ std::string machine_json() {
      << "\",\"host_serial_grain\":" << kten::host_serial_grain() << ",\"omp_proc_bind\":\""
      << env_or_unset("OMP_PROC_BIND") << "\",\"omp_places\":\"" << env_or_unset("OMP_PLACES")
      << "\",\"load_average_at_start\":\"" << load_at_start << "\",\"openblas_core\":\"" << openblas_get_corename()
-     << "\",\"openblas_config\":\"" << openblas_get_config() << "\",\"openblas_coretype\":\""
+     << "\",\"openblas_below_isa\":" << (openblas_below_isa() ? "true" : "false")
+     << ",\"openblas_config\":\"" << openblas_get_config() << "\",\"openblas_coretype\":\""
      << env_or_unset("OPENBLAS_CORETYPE") << "\",\"openblas_l2_size\":\"" << env_or_unset("OPENBLAS_L2_SIZE")
      << "\",\"eigen\":\"" << kten::perf::eigen_version()
 #ifdef KTEN_PERF_LIBTORCH
@@ -894,6 +906,13 @@ constexpr double kLimitSlack = 1.05;
 
 bool suspect(const Row& r) { return r.against_limit && r.value > kLimitSlack; }
 
+/// \brief A ratio against OpenBLAS while it runs a kernel below the ISA kten was built for: against
+/// that kernel, not the machine, so no result (reported apart).
+bool weak_baseline(const Row& r) { return r.against_blas && openblas_below_isa(); }
+
+/// \brief A ratio not reported as a result: its baseline is wrong (suspect) or weak.
+bool withheld(const Row& r) { return suspect(r) || weak_baseline(r); }
+
 /// \brief The best rate of the named benchmarks, and which one it was.
 std::pair<double, std::string> best_rate(const std::vector<std::string>& names) {
   std::pair<double, std::string> best{0.0, ""};
@@ -920,13 +939,20 @@ void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>
        << "\",\n  \"ratios\": {";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       js << (i ? "," : "") << "\n    \"" << rows[i].key << "\": ";
-      if (rows[i].value > 0 && !suspect(rows[i])) js << rows[i].value;
+      if (rows[i].value > 0 && !withheld(rows[i])) js << rows[i].value;
       else js << "null";
     }
     js << "\n  },\n  \"baseline_below_limit\": {";  // ratios not reported: the baseline missed the machine's limit
     bool first = true;
     for (const auto& r : rows)
       if (suspect(r)) {
+        js << (first ? "" : ",") << "\n    \"" << r.key << "\": " << r.value;
+        first = false;
+      }
+    js << "\n  },\n  \"baseline_below_isa\": {";  // ratios against an OpenBLAS kernel below the machine's ISA
+    first = true;
+    for (const auto& r : rows)
+      if (weak_baseline(r) && r.value > 0) {
         js << (first ? "" : ",") << "\n    \"" << r.key << "\": " << r.value;
         first = false;
       }
@@ -969,7 +995,9 @@ void write_outputs(const std::vector<Row>& rows, const std::vector<std::int64_t>
        << " float32'\nset ylabel 'GB/s (useful bytes)'\nset xlabel ''\nset style fill solid 0.6\nset boxwidth 0.6\n"
        << "set yrange [0:*]\nplot 'bandwidth.dat' using 1:3:xtic(2) with boxes notitle\n";
   }
-  const auto vs_libtorch = [](const Row& r) { return r.key.find("_vs_libtorch") != std::string::npos && r.value > 0; };
+  const auto vs_libtorch = [](const Row& r) {
+    return r.key.find("_vs_libtorch") != std::string::npos && r.value > 0 && !withheld(r);
+  };
   if (std::any_of(rows.begin(), rows.end(), vs_libtorch)) {  // beside the GEMM plot: kten against libtorch
     std::ofstream dat(out / "libtorch.dat");
     int i = 0;
@@ -1051,10 +1079,11 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
       const std::string target = !cpu ? (n >= 2048 ? ">= 0.80" : ">= 0.70") : n >= 512 ? ">= 0.75 (stretch 0.9)" : ">= 0.50";
       const std::string suffix = std::string(type) + "/" + std::to_string(n);
       rows.push_back({key, std::string("matmul ") + type + ", n=" + std::to_string(n) + ", GFLOP/s vs " + vendor, target,
-                      ratio(rate("gemm/kten/" + suffix), rate("gemm/vendor/" + suffix))});
+                      ratio(rate("gemm/kten/" + suffix), rate("gemm/vendor/" + suffix)), false, cpu});
     }
   rows.push_back({"matmul100_blas_over_kten", "100 x 100 float32 matmul: " + vendor + " time / kten time",
-                  cpu ? ">= 0.50" : "(informative)", ratio(seconds("gemm/vendor/float32/100"), seconds("gemm/kten/float32/100"))});
+                  cpu ? ">= 0.50" : "(informative)", ratio(seconds("gemm/vendor/float32/100"), seconds("gemm/kten/float32/100")),
+                  false, cpu});
   if (cpu)
     rows.push_back({"gemm_vs_eigen", "matmul float32, n=1024, GFLOP/s vs Eigen " + std::string(kten::perf::eigen_version()),
                     ">= 1.2", ratio(rate("gemm/kten/float32/1024"), rate("gemm/eigen/float32/1024"))});
@@ -1138,6 +1167,7 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
   for (const auto& r : rows) {
     std::ostringstream v;
     if (suspect(r)) v << "baseline?";
+    else if (weak_baseline(r) && r.value > 0) v << "weak BLAS";
     else if (r.value > 0) v << std::fixed << std::setprecision(2) << r.value;
     else v << "n/a";
     std::cout << std::setw(34) << r.key << std::setw(10) << v.str() << std::setw(24) << r.target << r.what << '\n';
