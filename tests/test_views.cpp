@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <catch2/catch_template_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <kten/kokkos.hpp>
 
@@ -388,6 +389,22 @@ TEST_CASE("from_view wraps LayoutLeft, LayoutStride and subview Views without a 
     auto explicit_space = y.view<double*, Kokkos::LayoutStride, Kokkos::HostSpace>();
     CHECK(explicit_space(4) == 4);
   }
+}
+
+TEST_CASE("device_of names the device of a View's memory space, and from_view(view) takes it", "[views][interop]") {
+  Kokkos::View<float*, Kokkos::HostSpace> host("host", 3);
+  CHECK(device_of(host) == cpu());
+  CHECK(from_view(host).device() == cpu());
+  CHECK(from_view(host).data() == host.data());
+  using Space = Kokkos::DefaultExecutionSpace::memory_space;
+  constexpr bool host_only = std::is_same_v<Space, Kokkos::HostSpace>;
+  Kokkos::View<double**, Space> field("field", 2, 3);
+  CHECK(device_of(field) == (host_only ? cpu() : gpu(0)));
+  if (!host_only) CHECK(from_view(field).device() == gpu(0));
+  // A space that is no kten device's (here the anonymous one a View of any space converts to).
+  const Kokkos::View<float*, Kokkos::AnonymousSpace> anonymous = host;
+  CHECK_THROWS_WITH(device_of(anonymous), Catch::Matchers::ContainsSubstring("memory space is on no kten device"));
+  CHECK_THROWS_AS(device_of(anonymous), Error);
 }
 
 TEST_CASE("from_view takes a View in the default layout of the default memory space", "[views][interop]") {

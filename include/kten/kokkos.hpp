@@ -35,6 +35,8 @@ std::shared_ptr<void> own_view(ViewType view) {
     if (Kokkos::is_initialized()) delete static_cast<ViewType*>(p);
   });
 }
+/// \brief device_of()'s answer for a memory space that is no kten device's: a kten::Error naming it.
+[[noreturn]] void device_of_space(const char* memory_space);
 /// \brief A tensor over memory a View owns (kept alive by `owner`): `span` elements from `data`,
 /// seen with `shape` and `strides`, checked against `device`.
 Tensor tensor_from_external(void* data, Shape shape, Shape strides, std::size_t span, const Device& device,
@@ -99,6 +101,19 @@ auto Tensor::view() const {
   }
 }
 
+/// \brief The kten device whose memory a View lives in: cpu() for Kokkos::HostSpace, gpu(0) (the GPU
+/// kten drives) for the GPU backend's device memory space (CudaSpace, HIPSpace); any other space
+/// (managed, pinned, scratch) is a kten::Error naming it. A host View is cpu()'s even where GPUs
+/// are emulated: say gpu(i) to from_view() to wrap it as an emulated GPU's.
+template <class ViewType>
+Device device_of(const ViewType&) {
+  static_assert(Kokkos::is_view<ViewType>::value, "kten::device_of takes a Kokkos::View");
+  using Space = typename ViewType::memory_space;
+  if constexpr (std::is_same_v<Space, Kokkos::HostSpace>) return cpu();
+  else if constexpr (std::is_same_v<Space, typename Kokkos::DefaultExecutionSpace::memory_space>) return gpu(0);
+  else detail::device_of_space(Space::name());  // throws
+}
+
 /// \brief Wraps an existing Kokkos::View as a tensor on `device`, without copying.
 ///
 /// Any layout: LayoutRight, LayoutLeft (the default of CUDA Views) and LayoutStride (a subview,
@@ -108,7 +123,7 @@ auto Tensor::view() const {
 /// exactly the memory space of `device` (HostSpace for cpu(), the GPU backend's device memory space,
 /// e.g. CudaSpace, for a GPU); otherwise kten::Error explains what does not fit.
 template <class ViewType>
-Tensor from_view(const ViewType& view, const Device& device = cpu()) {
+Tensor from_view(const ViewType& view, const Device& device) {
   static_assert(Kokkos::is_view<ViewType>::value, "kten::from_view takes a Kokkos::View");
   using T = typename ViewType::value_type;
   static_assert(!std::is_const_v<T>, "kten::from_view needs a View of non-const elements");
@@ -127,6 +142,12 @@ Tensor from_view(const ViewType& view, const Device& device = cpu()) {
   return detail::tensor_from_external(
       view.data(), std::move(shape), std::move(strides), view.span(), device, std::move(owner),
       detail::view_request<typename ViewType::memory_space>(dtype_of<T>(), rank));
+}
+
+/// \brief from_view(view, device_of(view)): the device the View's memory space names.
+template <class ViewType>
+Tensor from_view(const ViewType& view) {
+  return from_view(view, device_of(view));
 }
 
 /// \brief Makes kten enqueue its kernels and copies on the application's Kokkos execution-space

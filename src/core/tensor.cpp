@@ -95,6 +95,11 @@ void* checked_view_data(const Tensor& t, const ViewRequest& r) {
   return t.data();
 }
 
+void device_of_space(const char* memory_space) {
+  fail("device_of", "a View in Kokkos' ", memory_space, " memory space is on no kten device: kten's devices hold "
+       "HostSpace (cpu()) and the GPU backend's device memory (gpu(0)); deep_copy the View into one of those first");
+}
+
 Tensor tensor_from_external(void* data, Shape shape, Shape strides, std::size_t span, const Device& device,
                             std::shared_ptr<void> owner, const ViewRequest& r) {
   check_view_space(device, r, "from_view()");
