@@ -339,13 +339,8 @@ constexpr bool check_gpu_kernel_shape() {
   return true;
 }
 static_assert(check_gpu_kernel_shape<GpuVendor::nvidia>() && check_gpu_kernel_shape<GpuVendor::amd>());
-#if defined(KOKKOS_ENABLE_HIP) && KOKKOS_VERSION < 40000
-static_assert(GpuKernelShape<this_gpu_vendor>::warp_size == Kokkos::Experimental::Impl::HIPTraits::WarpSize,
-              "Kokkos' HIP wavefront width");
-#elif defined(KOKKOS_ENABLE_HIP)
-static_assert(GpuKernelShape<this_gpu_vendor>::warp_size == Kokkos::Impl::HIPTraits::WarpSize,
-              "Kokkos' HIP wavefront width");
-#endif
+static_assert(GpuKernelShape<this_gpu_vendor>::warp_size == this_gpu_warp_size,
+              "the shapes' warp is the hardware's (Kokkos' wavefront width on AMD)");
 
 template <class T, class Tile, class Member>
 struct TeamGemmKernel {
