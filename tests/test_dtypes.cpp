@@ -71,18 +71,14 @@ std::string temp_path(const std::string& name) {
 // A module whose "parameters" are an int64 counter and a boolean mask (like a BatchNorm's
 // num_batches_tracked): what save and load must keep.
 struct Buffers : nn::Module {
-  nn::Parameter steps{Tensor(), Tensor(), {3}, int64};
-  nn::Parameter mask{Tensor(), Tensor(), {2, 2}, boolean};
-  Buffers(const std::vector<std::int64_t>& s, const std::vector<bool>& m) {
-    steps.value = tensor(s);
-    steps.grad = zeros({3}, cpu(), int64);
-    mask.value = tensor(m, {2, 2});
-    mask.grad = zeros({2, 2}, cpu(), boolean);
-  }
+  nn::Parameter& steps;
+  nn::Parameter& mask;
+  Buffers(const std::vector<std::int64_t>& s, const std::vector<bool>& m)
+      : steps(*register_parameter("steps", nn::Parameter{tensor(s), zeros({3}, cpu(), int64)})),
+        mask(*register_parameter("mask", nn::Parameter{tensor(m, {2, 2}), zeros({2, 2}, cpu(), boolean)})) {}
   Tensor forward(const Tensor& x) override { return x; }
   Tensor backward(const Tensor& g) override { return g; }
   std::string name() const override { return "Buffers"; }
-  std::vector<nn::NamedParameter> named_parameters() override { return {{"steps", &steps}, {"mask", &mask}}; }
 };
 
 }  // namespace

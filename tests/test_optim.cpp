@@ -31,18 +31,18 @@ constexpr double qnan = std::numeric_limits<double>::quiet_NaN();
 constexpr double inf = std::numeric_limits<double>::infinity();
 
 // Two parameters whose gradients the test sets: "a" (4 values) and "b" (2x3).
+// The slots are the registered ones, which the tests reach into.
 struct Params : nn::Module {
-  nn::Parameter a, b;
-  Params(DType dtype, const Device& d) {
-    a.value = tensor(std::vector<double>{0.5, -1.25, 2.0, 0.0}).astype(dtype);
-    b.value = tensor(std::vector<double>{1.0, -0.75, 0.25, -2.0, 1.5, 0.125}, {2, 3}).astype(dtype);
-    a.track();
-    b.track();
+  nn::Parameter& a;
+  nn::Parameter& b;
+  Params(DType dtype, const Device& d)
+      : a(*register_parameter("a", nn::Parameter{tensor(std::vector<double>{0.5, -1.25, 2.0, 0.0}).astype(dtype)})),
+        b(*register_parameter(
+            "b", nn::Parameter{tensor(std::vector<double>{1.0, -0.75, 0.25, -2.0, 1.5, 0.125}, {2, 3}).astype(dtype)})) {
     to(d);
   }
   Tensor forward(const Tensor& x) override { return x; }
   std::string name() const override { return "Params"; }
-  std::vector<nn::NamedParameter> named_parameters() override { return {{"a", &a}, {"b", &b}}; }
 };
 
 // Every element of both parameters (or of both gradients), a then b, in double.

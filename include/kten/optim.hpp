@@ -48,7 +48,9 @@ class Optimizer {
   /// enqueued without a host synchronisation. Every parameter is checked first (float dtype, a
   /// gradient of its shape, its state on its device), so a refused step changes nothing. A float
   /// parameter is updated whatever its gradient (zeros after zero_grad: weight decay still acts, as
-  /// PyTorch with zero_grad(set_to_none=False)); an int64 or boolean one throws DTypeError.
+  /// PyTorch with zero_grad(set_to_none=False)); one that requires no grad (frozen, or registered
+  /// with requires_grad = false) is left as it is; an int64 or boolean one throws DTypeError.
+  /// Buffers are never stepped.
   virtual void step(nn::Module& model) = 0;
   /// \brief Zeroes every gradient of `model`.
   void zero_grad(nn::Module& model) { model.zero_grad(); }
@@ -78,6 +80,11 @@ class Optimizer {
   /// without changing anything (save_checkpoint's loader checks a file's optimiser state before it
   /// touches the model).
   void check_state(const OptimizerState& state, nn::Module& model);
+  /// \brief check_state() against the parameters a model will have, by their qualified names (for
+  /// a model not yet loaded: load_checkpoint() checks the model as its file will leave it);
+  /// `model_name` is for messages.
+  void check_state(const OptimizerState& state, const std::vector<nn::NamedParameter>& parameters,
+                   const std::string& model_name);
 
  protected:
   /// \brief Starts with learning rate `lr` (checked as set_lr does); `buffer_names` are the
@@ -116,7 +123,8 @@ class Optimizer {
     std::int64_t schedule_step;
     std::map<std::string, ParameterState> parameters;
   };
-  Restored checked_state(const OptimizerState& state, nn::Module& model);
+  Restored checked_state(const OptimizerState& state, const std::vector<nn::NamedParameter>& parameters,
+                         const std::string& model_name);
   std::string kind_;
   std::vector<std::string> buffer_names_;
   bool buffers_optional_;

@@ -33,12 +33,36 @@ struct AutogradAccess;
 void read_to_host(const Tensor& t, void* dst, DType expected, const char* what);
 /// \brief read_to_host of a one-element tensor's value; ShapeError for any other.
 void read_item(const Tensor& t, void* dst, DType expected);
+
+/// \brief What a Tensor handle points at (at::TensorImpl's role): one allocation holding the
+/// storage, the view's geometry, the dtype and the autograd slot. Copies of a handle share it, so
+/// each sees what set_data() and requires_grad_() do through another; a view, detach() and every
+/// operation make a new one.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Shape strides;
+  std::int64_t offset = 0;  // in elements, from storage->data
+  DType dtype = DType::float32;
+  std::int64_t numel = 0;   // the product of shape, checked once: numel() is on every kernel's path
+  bool contiguous = true;   // computed once, like numel: every kernel entry asks
+  // Null unless the tensor requires grad: a leaf's gradient, or the recorded operation that
+  // computed it. Nothing else is paid for autograd by tensors that do not require it.
+  std::shared_ptr<AutogradMeta> autograd;
+};
+
+/// \brief The shape (and strides) of an undefined tensor: empty.
+const Shape& no_shape();
+/// \brief The storage of an undefined tensor: null.
+const std::shared_ptr<Storage>& no_storage();
 }  // namespace detail
 
 /// \brief An array of float32, float64, int64 or boolean elements living on one Device: storage +
 /// offset + shape + strides.
 ///
-/// Copying a Tensor is cheap and shares storage (like torch::Tensor). View operations (transpose,
+/// A Tensor is a handle (like torch::Tensor): copying one is cheap, and the copies share one
+/// implementation (storage, shape, strides, dtype, autograd state), so set_data() or
+/// requires_grad_() through one handle is seen through every copy. View operations (transpose,
 /// permute, narrow, select, unsqueeze, squeeze, expand, reshape when the strides allow it) share
 /// the storage and never copy; every operation accepts such strided tensors and returns
 /// contiguous (row-major) ones. Operations run on the
@@ -50,29 +74,29 @@ class Tensor {
   Tensor() = default;
 
   /// \brief False for a default-constructed tensor.
-  bool defined() const { return static_cast<bool>(storage_); }
+  bool defined() const { return static_cast<bool>(impl_); }
   /// \brief The device whose memory holds the data.
   Device device() const;
   /// \brief Extents, outermost first.
-  const Shape& shape() const { return shape_; }
+  const Shape& shape() const { return impl_ ? impl_->shape : detail::no_shape(); }
   /// \brief Number of dimensions (0 for a scalar).
-  int ndim() const { return static_cast<int>(shape_.size()); }
+  int ndim() const { return static_cast<int>(shape().size()); }
   /// \brief Extent of one axis (negative counts from the end).
   std::int64_t size(int axis) const;
   /// \brief Number of elements (0 for an undefined tensor).
-  std::int64_t numel() const;
-  /// \brief Element type.
-  DType dtype() const { return dtype_; }
+  std::int64_t numel() const { return impl_ ? impl_->numel : 0; }
+  /// \brief Element type (float32 for an undefined tensor).
+  DType dtype() const { return impl_ ? impl_->dtype : DType::float32; }
   /// \brief Bytes of element data (0 for an undefined tensor).
   std::size_t nbytes() const;
 
   /// \brief Strides in elements, one per axis (row-major for a contiguous tensor; 0 along an
   /// expanded axis).
-  const Shape& strides() const { return strides_; }
+  const Shape& strides() const { return impl_ ? impl_->strides : detail::no_shape(); }
   /// \brief Offset of the first element from the start of the storage, in elements.
-  std::int64_t offset() const { return offset_; }
+  std::int64_t offset() const { return impl_ ? impl_->offset : 0; }
   /// \brief True when the elements lie row-major without gaps (axes of extent 1 may have any stride).
-  bool is_contiguous() const { return contiguous_; }
+  bool is_contiguous() const { return !impl_ || impl_->contiguous; }
   /// \brief This tensor when contiguous, else a contiguous copy on the same device (counted in
   /// stats().contiguous_copies, not as a transfer).
   Tensor contiguous() const;
@@ -210,13 +234,14 @@ class Tensor {
   Tensor transpose() const;
 
   /// \brief Marks this tensor (a leaf: created, not computed by a recorded operation) as one whose
-  /// gradient backward() computes; returns this tensor. The flag belongs to this handle and to the
-  /// copies taken from it afterwards (copies taken before keep their own). requires_grad_(false)
-  /// on a computed tensor throws kten::Error (use detach()).
+  /// gradient backward() computes; returns this tensor. As libtorch's, the flag belongs to the
+  /// tensor, so every copy of this handle sees it (`Tensor b = a; b.requires_grad_();` marks a);
+  /// detach() gives a handle of its own. requires_grad_(false) on a computed tensor throws
+  /// kten::Error (use detach()).
   Tensor& requires_grad_(bool requires_grad = true);
   /// \brief True for a leaf marked by requires_grad_() and for a result of an operation recorded
   /// on the tape (some input required grad, and no NoGradGuard was alive).
-  bool requires_grad() const { return static_cast<bool>(autograd_); }
+  bool requires_grad() const { return impl_ && impl_->autograd; }
   /// \brief True unless this tensor was computed by a recorded operation.
   bool is_leaf() const;
   /// \brief The gradient accumulated into this leaf by backward(): same shape, dtype and device;
@@ -236,8 +261,18 @@ class Tensor {
   void backward(const Tensor& gradient, bool retain_graph = false) const;
   /// \brief backward() of a one-element tensor with the implied gradient 1.
   void backward() const;
-  /// \brief The same storage and view without history: requires_grad() is false.
+  /// \brief The same storage and view without history, in a handle of its own: requires_grad()
+  /// is false.
   Tensor detach() const;
+  /// \brief Makes this tensor, and every copy of its handle, refer to `new_data`'s storage, shape,
+  /// strides, offset and dtype (libtorch's set_data, Python's `t.data = new_data`): how a module
+  /// moves, casts and loads its parameters and buffers in place, so that the handles its forward()
+  /// holds see it. Views taken before keep the old data. requires_grad() and the recorded history
+  /// stay; a gradient follows to new_data's device and dtype (moved and cast, as PyTorch's
+  /// module.to() does with .grad), and is dropped when the shape changes. kten::Error for an
+  /// undefined tensor on either side, DTypeError for integer or boolean data under a tensor that
+  /// requires grad.
+  void set_data(const Tensor& new_data) const;
 
   /// \brief Raw pointer to the first element (storage + offset), in the device's memory; the
   /// elements are where strides() say.
@@ -257,20 +292,13 @@ class Tensor {
   Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype);
   /// \brief Internal: a strided view of existing storage (the caller checked it stays inside).
   Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype);
-  /// \brief Internal: the shared storage.
-  const std::shared_ptr<detail::Storage>& storage() const { return storage_; }
+  /// \brief Internal: the shared storage (null for an undefined tensor).
+  const std::shared_ptr<detail::Storage>& storage() const { return impl_ ? impl_->storage : detail::no_storage(); }
+  /// \brief Internal: the implementation this handle shares with its copies (null when undefined).
+  const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
 
  private:
-  std::shared_ptr<detail::Storage> storage_;
-  Shape shape_;
-  Shape strides_;
-  std::int64_t offset_ = 0;  // in elements, from storage_->data
-  DType dtype_ = DType::float32;
-  std::int64_t numel_ = 0;  // the product of shape_, checked once: numel() is on every kernel's path
-  bool contiguous_ = true;  // computed once, like numel_: every kernel entry asks
-  // Null unless this tensor requires grad: a leaf's gradient, or the recorded operation that
-  // computed it. Nothing else is paid for autograd by tensors that do not require it.
-  std::shared_ptr<detail::AutogradMeta> autograd_;
+  std::shared_ptr<detail::TensorImpl> impl_;
   friend struct detail::AutogradAccess;
 };
 

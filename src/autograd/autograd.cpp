@@ -17,6 +17,11 @@ namespace detail {
 
 thread_local bool grad_mode_enabled = true;
 
+const std::shared_ptr<AutogradMeta>& AutogradAccess::no_meta() {
+  static const std::shared_ptr<AutogradMeta> none;
+  return none;
+}
+
 bool recording_any(const std::vector<Tensor>& inputs) {
   if (!grad_mode_enabled) return false;
   for (const Tensor& t : inputs)
@@ -65,7 +70,7 @@ void accumulate_leaf(AutogradMeta& leaf, Tensor g) {
   if (!leaf.grad.defined()) {
     if (!g.is_contiguous()) {
       leaf.grad = g.contiguous();
-    } else if (g.storage().use_count() == 1) {
+    } else if (sole_owner(g)) {
       leaf.grad = std::move(g);
     } else {
       leaf.grad = g.copyto(g.device());
@@ -194,36 +199,37 @@ using detail::AutogradAccess;
 
 Tensor& Tensor::requires_grad_(bool requires_grad) {
   detail::check_defined(*this, "requires_grad_()");
+  auto& autograd = impl_->autograd;
   if (requires_grad) {
-    detail::check_float("requires_grad_()", dtype_);
-    if (!autograd_) autograd_ = std::make_shared<detail::AutogradMeta>();
+    detail::check_float("requires_grad_()", dtype());
+    if (!autograd) autograd = std::make_shared<detail::AutogradMeta>();
     return *this;
   }
-  if (autograd_ && autograd_->grad_fn)
-    detail::fail("requires_grad_(false)", "this tensor was computed by ", autograd_->grad_fn->name,
+  if (autograd && autograd->grad_fn)
+    detail::fail("requires_grad_(false)", "this tensor was computed by ", autograd->grad_fn->name,
                  "; only a leaf can stop requiring grad. Use detach() for the same data without history");
-  autograd_.reset();
+  autograd.reset();
   return *this;
 }
 
-bool Tensor::is_leaf() const { return !autograd_ || !autograd_->grad_fn; }
+bool Tensor::is_leaf() const { return !requires_grad() || !impl_->autograd->grad_fn; }
 
-Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
+Tensor Tensor::grad() const { return requires_grad() ? impl_->autograd->grad : Tensor(); }
 
 void Tensor::set_grad(const Tensor& grad) const {
   constexpr const char* op = "set_grad()";
   detail::check_defined(*this, op);
-  if (!autograd_ || autograd_->grad_fn)
+  if (!requires_grad() || !is_leaf())
     detail::fail(op, "only a leaf that requires grad has a gradient to set; call requires_grad_() first");
   if (grad.defined()) {
     detail::check_compatible(op, *this, grad);
-    if (grad.shape() != shape_)
-      detail::fail<ShapeError>(op, "the gradient has shape ", grad.shape(), " but the tensor has shape ", shape_);
+    if (grad.shape() != shape())
+      detail::fail<ShapeError>(op, "the gradient has shape ", grad.shape(), " but the tensor has shape ", shape());
   }
-  autograd_->grad = grad;
+  impl_->autograd->grad = grad;
 }
 
-const char* Tensor::grad_fn() const { return autograd_ && autograd_->grad_fn ? autograd_->grad_fn->name : nullptr; }
+const char* Tensor::grad_fn() const { return is_leaf() ? nullptr : impl_->autograd->grad_fn->name; }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   detail::run_backward(*this, gradient, retain_graph, false);
@@ -231,8 +237,10 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 void Tensor::backward() const { detail::run_backward(*this, Tensor(), false, false); }
 
 Tensor Tensor::detach() const {
-  Tensor out = *this;
-  out.autograd_.reset();
+  Tensor out;
+  if (!impl_) return out;
+  out.impl_ = std::make_shared<detail::TensorImpl>(*impl_);
+  out.impl_->autograd.reset();
   return out;
 }
 

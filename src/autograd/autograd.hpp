@@ -50,9 +50,16 @@ struct Node {
 
 /// \brief Tensor's private autograd slot, for the tape only.
 struct AutogradAccess {
-  static const std::shared_ptr<AutogradMeta>& meta(const Tensor& t) { return t.autograd_; }
-  static void set_meta(Tensor& t, std::shared_ptr<AutogradMeta> meta) { t.autograd_ = std::move(meta); }
+  static const std::shared_ptr<AutogradMeta>& meta(const Tensor& t) { return t.impl_ ? t.impl_->autograd : no_meta(); }
+  /// \brief Sets the slot of `t`'s implementation: every handle sharing it sees the change.
+  static void set_meta(Tensor& t, std::shared_ptr<AutogradMeta> meta) { t.impl_->autograd = std::move(meta); }
+  /// \brief The slot of an undefined tensor: null.
+  static const std::shared_ptr<AutogradMeta>& no_meta();
 };
+
+/// \brief True when `t` is the only handle to its implementation and its implementation the only
+/// user of its storage: nothing else can see its elements change (a gradient can be adopted).
+inline bool sole_owner(const Tensor& t) { return t.impl().use_count() == 1 && t.storage().use_count() == 1; }
 
 /// \brief Grad mode of this thread (NoGradGuard turns it off).
 extern thread_local bool grad_mode_enabled;

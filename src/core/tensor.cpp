@@ -47,6 +47,16 @@ std::size_t checked_nbytes(std::int64_t numel, DType dtype, const Device& device
   return *bytes;
 }
 
+const Shape& no_shape() {
+  static const Shape none;
+  return none;
+}
+
+const std::shared_ptr<Storage>& no_storage() {
+  static const std::shared_ptr<Storage> none;
+  return none;
+}
+
 namespace {
 // A View fits a tensor only in exactly the memory space of the tensor's device: a space that is
 // merely reachable (UVM, pinned, anonymous) would let host code dereference device memory.
@@ -125,35 +135,48 @@ std::string shape_str(const Shape& shape) {
   return s;
 }
 
-Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype)
-    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(detail::contiguous_strides(shape_)),
-      dtype_(dtype), numel_(storage_ ? detail::checked_numel(shape_, "Tensor") : 0) {}
+Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype) {
+  if (!storage) return;
+  auto impl = std::make_shared<detail::TensorImpl>();
+  impl->numel = detail::checked_numel(shape, "Tensor");
+  impl->strides = detail::contiguous_strides(shape);
+  impl->shape = std::move(shape);
+  impl->storage = std::move(storage);
+  impl->dtype = dtype;
+  impl_ = std::move(impl);
+}
 
-Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype)
-    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset),
-      dtype_(dtype), numel_(storage_ ? detail::checked_numel(shape_, "Tensor") : 0),
-      contiguous_(detail::strides_are_contiguous(shape_, strides_, numel_)) {}
+Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype) {
+  if (!storage) return;
+  auto impl = std::make_shared<detail::TensorImpl>();
+  impl->numel = detail::checked_numel(shape, "Tensor");
+  impl->contiguous = detail::strides_are_contiguous(shape, strides, impl->numel);
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->storage = std::move(storage);
+  impl->dtype = dtype;
+  impl_ = std::move(impl);
+}
 
 Device Tensor::device() const {
   detail::check_defined(*this, "device()");
-  return storage_->device;
+  return impl_->storage->device;
 }
 
-std::int64_t Tensor::numel() const { return numel_; }
-
 std::size_t Tensor::nbytes() const {
-  return defined() ? detail::checked_nbytes(numel(), dtype_, storage_->device, "nbytes()") : 0;
+  return defined() ? detail::checked_nbytes(numel(), dtype(), storage()->device, "nbytes()") : 0;
 }
 
 std::int64_t Tensor::size(int axis) const {
   detail::check_defined(*this, "size()");
-  return shape_[detail::normalize_axis("size()", *this, axis)];
+  return shape()[detail::normalize_axis("size()", *this, axis)];
 }
 
 void* Tensor::data() const {
   detail::check_defined(*this, "data()");
-  if (storage_->pinned) detail::wait_for_pending_reader(*storage_);  // the caller may write it
-  return static_cast<char*>(storage_->data) + detail::byte_offset(*this);
+  if (storage()->pinned) detail::wait_for_pending_reader(*storage());  // the caller may write it
+  return static_cast<char*>(storage()->data) + detail::byte_offset(*this);
 }
 
 Tensor Tensor::reshape(Shape shape) const {
@@ -169,29 +192,57 @@ Tensor Tensor::reshape(Shape shape) const {
   if (inferred != shape.end()) {
     if (known == 0 || n % known != 0)
       detail::fail<ShapeError>("reshape()", "cannot infer the -1 extent of ", shape, " for ", n, " elements (shape ",
-                               shape_, ")");
+                               this->shape(), ")");
     *inferred = n / known;
   } else if (known != n) {
-    detail::fail<ShapeError>("reshape()", "cannot view ", n, " elements (shape ", shape_, ") as shape ", shape, " (",
+    detail::fail<ShapeError>("reshape()", "cannot view ", n, " elements (shape ", this->shape(), ") as shape ", shape, " (",
                              known, " elements)");
   }
   std::optional<Shape> strides;
-  if (contiguous_) {
+  if (is_contiguous()) {
     strides = detail::contiguous_strides(shape);
   } else {
-    strides = detail::view_strides(shape_, strides_, shape);
+    strides = detail::view_strides(this->shape(), this->strides(), shape);
     if (!strides) return contiguous().reshape(std::move(shape));  // the strides cannot express it: a copy, as PyTorch
   }
-  Tensor out(storage_, std::move(shape), std::move(*strides), offset_, dtype_);
+  Tensor out(storage(), std::move(shape), std::move(*strides), offset(), dtype());
   if (detail::recording(*this))
-    detail::record("kten::reshape", out, {this}, [base = shape_](const Tensor& g, const detail::Needs&) {
+    detail::record("kten::reshape", out, {this}, [base = this->shape()](const Tensor& g, const detail::Needs&) {
       return detail::Grads{g.reshape(base)};
     });
   return out;
 }
 
 bool Tensor::shares_storage_with(const Tensor& other) const {
-  return storage_ && storage_ == other.storage_;
+  return storage() && storage() == other.storage();
+}
+
+void Tensor::set_data(const Tensor& new_data) const {
+  constexpr const char* op = "set_data()";
+  detail::check_defined(*this, op);
+  detail::check_defined(new_data, op);
+  if (impl_ == new_data.impl_) return;
+  detail::TensorImpl& self = *impl_;
+  const detail::TensorImpl& from = *new_data.impl_;
+  if (self.autograd && !is_floating(from.dtype))
+    detail::fail<DTypeError>(op, "this tensor requires grad, and only float32 and float64 tensors do, but the new data "
+                             "is ", from.dtype, "; call requires_grad_(false) first, or convert with .astype(...)");
+  // Everything that can throw (the gradient's move, the copies of the extents) before anything changes.
+  Shape shape = from.shape, strides = from.strides;
+  Tensor grad = self.autograd ? self.autograd->grad : Tensor();
+  if (grad.defined() && grad.shape() == from.shape) {
+    if (grad.device() != from.storage->device || grad.dtype() != from.dtype)
+      grad.set_data(grad.detach().to(from.storage->device).astype(from.dtype));
+  } else if (grad.defined()) {
+    self.autograd->grad = Tensor();  // a gradient of another shape fits no more (PyTorch would refuse it)
+  }
+  self.storage = from.storage;
+  self.shape = std::move(shape);
+  self.strides = std::move(strides);
+  self.offset = from.offset;
+  self.dtype = from.dtype;
+  self.numel = from.numel;
+  self.contiguous = from.contiguous;
 }
 
 Tensor Tensor::exp() const { return kten::exp(*this); }

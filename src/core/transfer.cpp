@@ -145,10 +145,10 @@ Tensor from_host(const void* values, const Shape& shape, DType dtype, const Devi
 Tensor Tensor::copyto(const Device& device) const {
   detail::check_defined(*this, "copyto()");
   const Tensor c = contiguous();  // a view is gathered on its device first (counted), then moved
-  Tensor out = empty(shape_, device, dtype_);
-  detail::copy_bytes(*c.storage_, detail::byte_offset(c), *out.storage_, 0, nbytes());
+  Tensor out = empty(shape(), device, dtype());
+  detail::copy_bytes(*c.storage(), detail::byte_offset(c), *out.storage(), 0, nbytes());
   if (detail::recording(*this))  // the gradient goes back to this tensor's device: an explicit, counted copy
-    detail::record("kten::copyto", out, {this}, [from = storage_->device](const Tensor& g, const detail::Needs&) {
+    detail::record("kten::copyto", out, {this}, [from = storage()->device](const Tensor& g, const detail::Needs&) {
       return detail::Grads{g.to(from)};
     });
   return out;
@@ -156,7 +156,7 @@ Tensor Tensor::copyto(const Device& device) const {
 
 Tensor Tensor::to(const Device& device) const {
   detail::check_defined(*this, "to()");
-  return device == storage_->device ? *this : copyto(device);
+  return device == storage()->device ? *this : copyto(device);
 }
 
 void Tensor::copy_from(const Tensor& src) const {
@@ -168,18 +168,18 @@ void Tensor::copy_from(const Tensor& src) const {
     detail::fail("copy_from()", "an in-place copy from a tensor that requires grad, or into one computed by recorded "
                  "operations, is not recorded by autograd; build a new tensor (cat, stack, where, arithmetic), or copy "
                  "src.detach() or under a NoGradGuard");
-  if (src.shape() != shape_ || src.dtype() != dtype_)
+  if (src.shape() != shape() || src.dtype() != dtype())
     detail::fail<ShapeError>("copy_from()", "source ", src.shape(), " ", src.dtype(), " does not match destination ",
-                             shape_, " ", dtype_);
+                             shape(), " ", dtype());
   for (int d = 0; d < ndim(); ++d)
-    if (strides_[d] == 0 && shape_[d] > 1)
-      detail::fail<ShapeError>("copy_from()", "the destination (shape ", shape_, ", strides ", strides_,
+    if (strides()[d] == 0 && shape()[d] > 1)
+      detail::fail<ShapeError>("copy_from()", "the destination (shape ", shape(), ", strides ", strides(),
                                ") is expanded along axis ", d,
                                ", so its elements overlap; copy into the tensor it was expanded from, or into a "
                                ".contiguous() copy");
-  if (contiguous_) {  // one copy of bytes, counted as a transfer when the devices differ
+  if (is_contiguous()) {  // one copy of bytes, counted as a transfer when the devices differ
     const Tensor c = src.contiguous();
-    detail::copy_bytes(*c.storage(), detail::byte_offset(c), *storage_, detail::byte_offset(*this), nbytes());
+    detail::copy_bytes(*c.storage(), detail::byte_offset(c), *storage(), detail::byte_offset(*this), nbytes());
     return;
   }
   // A strided destination (a narrow, a select, a transpose): the source comes to this device
@@ -193,16 +193,16 @@ Tensor Tensor::pin_memory() const {
   detail::check_defined(*this, "pin_memory()");
   if (!device().is_cpu())
     detail::fail("pin_memory()", "only host tensors can be pinned; this one is on ", device());
-  if (storage_->pinned && contiguous_) return *this;
+  if (storage()->pinned && is_contiguous()) return *this;
   auto storage = detail::allocate_pinned(nbytes());
   if (!storage) return *this;  // no GPU backend and no emulated GPUs: nothing would DMA from it
   const Tensor c = contiguous();
-  Tensor out(std::move(storage), shape_, dtype_);
-  detail::copy_bytes(*c.storage_, detail::byte_offset(c), *out.storage_, 0, nbytes());
+  Tensor out(std::move(storage), shape(), dtype());
+  detail::copy_bytes(*c.storage(), detail::byte_offset(c), *out.storage(), 0, nbytes());
   return out;
 }
 
-bool Tensor::is_pinned() const { return storage_ && storage_->pinned; }
+bool Tensor::is_pinned() const { return storage() && storage()->pinned; }
 
 void synchronize(const Device& device) {
   detail::note_host_sync(device, "synchronize()", /*implicit=*/false);

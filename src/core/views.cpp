@@ -78,8 +78,8 @@ Tensor scatter_into_zeros(const Tensor& g, const Shape& base_shape, const std::f
 
 Tensor Tensor::contiguous() const {
   detail::check_defined(*this, "contiguous()");
-  if (contiguous_) return *this;
-  Tensor out = empty(shape_, device(), dtype_);
+  if (is_contiguous()) return *this;
+  Tensor out = empty(this->shape(), device(), dtype());
   detail::strided_copy("kten::contiguous", *this, out);
   detail::note_contiguous_copy(out.nbytes());
   return detail::recorded_view("kten::contiguous", *this, std::move(out), [] {
@@ -91,10 +91,10 @@ Tensor Tensor::transpose(int d0, int d1) const {
   constexpr const char* op = "transpose()";
   detail::check_defined(*this, op);
   const int a = detail::normalize_axis(op, *this, d0), b = detail::normalize_axis(op, *this, d1);
-  Shape shape = shape_, strides = strides_;
+  Shape shape = this->shape(), strides = this->strides();
   std::swap(shape[a], shape[b]);
   std::swap(strides[a], strides[b]);
-  return detail::recorded_view("kten::transpose", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [a, b] {
+  return detail::recorded_view("kten::transpose", *this, Tensor(storage(), std::move(shape), std::move(strides), offset(), dtype()), [a, b] {
     return [a, b](const Tensor& g, const detail::Needs&) { return detail::Grads{g.transpose(a, b)}; };
   });
 }
@@ -103,20 +103,20 @@ Tensor Tensor::permute(const std::vector<int>& dims) const {
   constexpr const char* op = "permute()";
   detail::check_defined(*this, op);
   if (static_cast<int>(dims.size()) != ndim())
-    detail::fail<ShapeError>(op, "got ", dims.size(), " axes for a tensor of shape ", shape_, " (ndim ", ndim(),
+    detail::fail<ShapeError>(op, "got ", dims.size(), " axes for a tensor of shape ", this->shape(), " (ndim ", ndim(),
                              "); name every axis once");
   std::vector<bool> seen(dims.size(), false);
   Shape shape(dims.size()), strides(dims.size());
   for (std::size_t i = 0; i < dims.size(); ++i) {
     const int a = detail::normalize_axis(op, *this, dims[i]);
     if (seen[a])
-      detail::fail<ShapeError>(op, "axis ", dims[i], " appears twice for a tensor of shape ", shape_,
+      detail::fail<ShapeError>(op, "axis ", dims[i], " appears twice for a tensor of shape ", this->shape(),
                                "; name every axis once");
     seen[a] = true;
-    shape[i] = shape_[a];
-    strides[i] = strides_[a];
+    shape[i] = this->shape()[a];
+    strides[i] = this->strides()[a];
   }
-  return detail::recorded_view("kten::permute", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [&] {
+  return detail::recorded_view("kten::permute", *this, Tensor(storage(), std::move(shape), std::move(strides), offset(), dtype()), [&] {
     std::vector<int> inverse(dims.size());
     for (std::size_t i = 0; i < dims.size(); ++i) inverse[detail::normalize_axis(op, *this, dims[i])] = static_cast<int>(i);
     return [inverse](const Tensor& g, const detail::Needs&) { return detail::Grads{g.permute(inverse)}; };
@@ -127,15 +127,15 @@ Tensor Tensor::narrow(int dim, std::int64_t start, std::int64_t length) const {
   constexpr const char* op = "narrow()";
   detail::check_defined(*this, op);
   const int d = detail::normalize_axis(op, *this, dim);
-  const std::int64_t n = shape_[d], s = start < 0 ? start + n : start;
+  const std::int64_t n = this->shape()[d], s = start < 0 ? start + n : start;
   if (s < 0 || s > n || length < 0 || length > n - s)
     detail::fail<ShapeError>(op, "start ", start, " and length ", length, " do not fit axis ", dim, " of extent ", n,
-                             " (shape ", shape_, "); need -", n, " <= start <= ", n, ", length >= 0 and start + length <= ",
+                             " (shape ", this->shape(), "); need -", n, " <= start <= ", n, ", length >= 0 and start + length <= ",
                              n);
-  Shape shape = shape_;
+  Shape shape = this->shape();
   shape[d] = length;
-  return detail::recorded_view("kten::narrow", *this, Tensor(storage_, std::move(shape), strides_, detail::offset_at(op, offset_, s, strides_[d]), dtype_), [&] {
-    return [base = shape_, d, s, length](const Tensor& g, const detail::Needs&) {
+  return detail::recorded_view("kten::narrow", *this, Tensor(storage(), std::move(shape), this->strides(), detail::offset_at(op, offset(), s, this->strides()[d]), dtype()), [&] {
+    return [base = this->shape(), d, s, length](const Tensor& g, const detail::Needs&) {
       return detail::Grads{detail::scatter_into_zeros(g, base, [&](const Tensor& z) { return z.narrow(d, s, length); })};
     };
   });
@@ -145,15 +145,15 @@ Tensor Tensor::select(int dim, std::int64_t index) const {
   constexpr const char* op = "select()";
   detail::check_defined(*this, op);
   const int d = detail::normalize_axis(op, *this, dim);
-  const std::int64_t n = shape_[d], i = index < 0 ? index + n : index;
+  const std::int64_t n = this->shape()[d], i = index < 0 ? index + n : index;
   if (i < 0 || i >= n)
     detail::fail<ShapeError>(op, "index ", index, " is out of range for axis ", dim, " of extent ", n, " (shape ",
-                             shape_, "); need -", n, " <= index < ", n);
-  Shape shape = shape_, strides = strides_;
+                             this->shape(), "); need -", n, " <= index < ", n);
+  Shape shape = this->shape(), strides = this->strides();
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return detail::recorded_view("kten::select", *this, Tensor(storage_, std::move(shape), std::move(strides), detail::offset_at(op, offset_, i, strides_[d]), dtype_), [&] {
-    return [base = shape_, d, i](const Tensor& g, const detail::Needs&) {
+  return detail::recorded_view("kten::select", *this, Tensor(storage(), std::move(shape), std::move(strides), detail::offset_at(op, offset(), i, this->strides()[d]), dtype()), [&] {
+    return [base = this->shape(), d, i](const Tensor& g, const detail::Needs&) {
       return detail::Grads{detail::scatter_into_zeros(g, base, [&](const Tensor& z) { return z.select(d, i); })};
     };
   });
@@ -164,14 +164,14 @@ Tensor Tensor::unsqueeze(int dim) const {
   detail::check_defined(*this, op);
   const int a = dim < 0 ? dim + ndim() + 1 : dim;
   if (a < 0 || a > ndim())
-    detail::fail<ShapeError>(op, "axis ", dim, " is out of range for a tensor of shape ", shape_, "; the new axis goes at -",
+    detail::fail<ShapeError>(op, "axis ", dim, " is out of range for a tensor of shape ", this->shape(), "; the new axis goes at -",
                              ndim() + 1, " .. ", ndim());
   // The stride a row-major layout would give the new axis (any works: its extent is 1).
-  const std::int64_t stride = a < ndim() ? detail::offset_at(op, 0, shape_[a], strides_[a]) : 1;
-  Shape shape = shape_, strides = strides_;
+  const std::int64_t stride = a < ndim() ? detail::offset_at(op, 0, this->shape()[a], this->strides()[a]) : 1;
+  Shape shape = this->shape(), strides = this->strides();
   shape.insert(shape.begin() + a, 1);
   strides.insert(strides.begin() + a, stride);
-  return detail::recorded_view("kten::unsqueeze", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [a] {
+  return detail::recorded_view("kten::unsqueeze", *this, Tensor(storage(), std::move(shape), std::move(strides), offset(), dtype()), [a] {
     return [a](const Tensor& g, const detail::Needs&) { return detail::Grads{g.squeeze(a)}; };
   });
 }
@@ -180,12 +180,12 @@ Tensor Tensor::squeeze(int dim) const {
   constexpr const char* op = "squeeze()";
   detail::check_defined(*this, op);
   const int d = detail::normalize_axis(op, *this, dim);
-  if (shape_[d] != 1) return *this;  // as PyTorch: squeezing an axis of another extent changes nothing
-  Shape shape = shape_, strides = strides_;
+  if (this->shape()[d] != 1) return *this;  // as PyTorch: squeezing an axis of another extent changes nothing
+  Shape shape = this->shape(), strides = this->strides();
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return detail::recorded_view("kten::squeeze", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [&] {
-    return [base = shape_](const Tensor& g, const detail::Needs&) { return detail::Grads{g.reshape(base)}; };
+  return detail::recorded_view("kten::squeeze", *this, Tensor(storage(), std::move(shape), std::move(strides), offset(), dtype()), [&] {
+    return [base = this->shape()](const Tensor& g, const detail::Needs&) { return detail::Grads{g.reshape(base)}; };
   });
 }
 
@@ -193,12 +193,12 @@ Tensor Tensor::squeeze() const {
   detail::check_defined(*this, "squeeze()");
   Shape shape, strides;
   for (int d = 0; d < ndim(); ++d)
-    if (shape_[d] != 1) {
-      shape.push_back(shape_[d]);
-      strides.push_back(strides_[d]);
+    if (this->shape()[d] != 1) {
+      shape.push_back(this->shape()[d]);
+      strides.push_back(this->strides()[d]);
     }
-  return detail::recorded_view("kten::squeeze", *this, Tensor(storage_, std::move(shape), std::move(strides), offset_, dtype_), [&] {
-    return [base = shape_](const Tensor& g, const detail::Needs&) { return detail::Grads{g.reshape(base)}; };
+  return detail::recorded_view("kten::squeeze", *this, Tensor(storage(), std::move(shape), std::move(strides), offset(), dtype()), [&] {
+    return [base = this->shape()](const Tensor& g, const detail::Needs&) { return detail::Grads{g.reshape(base)}; };
   });
 }
 
@@ -207,7 +207,7 @@ Tensor Tensor::expand(const Shape& shape) const {
   detail::check_defined(*this, op);
   const int rank = static_cast<int>(shape.size()), lead = rank - ndim();
   if (lead < 0)
-    detail::fail<ShapeError>(op, "cannot expand shape ", shape_, " to ", shape,
+    detail::fail<ShapeError>(op, "cannot expand shape ", this->shape(), " to ", shape,
                              ", which has fewer axes; the target keeps every axis and may add leading ones");
   Shape extents(shape.size()), strides(shape.size());
   for (int d = 0; d < rank; ++d) {
@@ -220,20 +220,20 @@ Tensor Tensor::expand(const Shape& shape) const {
       strides[d] = 0;
       continue;
     }
-    const std::int64_t have = shape_[d - lead];
+    const std::int64_t have = this->shape()[d - lead];
     if (want == -1 || want == have) {
       extents[d] = have;
-      strides[d] = strides_[d - lead];
+      strides[d] = this->strides()[d - lead];
     } else if (have == 1 && want >= 0) {
       extents[d] = want;
       strides[d] = 0;
     } else {
-      detail::fail<ShapeError>(op, "cannot expand shape ", shape_, " to ", shape, ": axis ", d, " has extent ", have,
+      detail::fail<ShapeError>(op, "cannot expand shape ", this->shape(), " to ", shape, ": axis ", d, " has extent ", have,
                                " and only extents of 1 expand; give ", have, " or -1 there");
     }
   }
-  return detail::recorded_view("kten::expand", *this, Tensor(storage_, std::move(extents), std::move(strides), offset_, dtype_), [&] {
-    return [base = shape_](const Tensor& g, const detail::Needs&) { return detail::Grads{detail::sum_to(g, base)}; };
+  return detail::recorded_view("kten::expand", *this, Tensor(storage(), std::move(extents), std::move(strides), offset(), dtype()), [&] {
+    return [base = this->shape()](const Tensor& g, const detail::Needs&) { return detail::Grads{detail::sum_to(g, base)}; };
   });
 }
 

@@ -79,6 +79,8 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, std::shared
       hook_target_(std::make_shared<DistributedDataParallel*>(this)) {
   if (!group_) kten::detail::fail("DistributedDataParallel", "the process group is null");
   if (options_.bucket_bytes == 0) kten::detail::fail("DistributedDataParallel", "bucket_bytes must be > 0");
+  // Not owned: the module outlives the wrapper (an aliasing pointer with no owner).
+  register_wrapped(std::shared_ptr<nn::Module>(std::shared_ptr<nn::Module>(), &module_));
   set_device(module_.device());
   if (all_shaped()) broadcast_parameters();
   else broadcast_pending_ = true;
@@ -109,16 +111,18 @@ Tensor DistributedDataParallel::backward(const Tensor& grad_output) {
 
 void DistributedDataParallel::to(const Device& device) {
   finish_in_flight();
-  module_.to(device);
-  set_device(device);
+  Module::to(device);
   buckets_.clear();
 }
 
-std::vector<nn::NamedParameter> DistributedDataParallel::named_parameters() { return module_.named_parameters(); }
+void DistributedDataParallel::to(DType dtype) {
+  finish_in_flight();
+  Module::to(dtype);
+  buckets_.clear();
+}
 
 void DistributedDataParallel::parameters_loaded() {
   finish_in_flight();
-  module_.parameters_loaded();
   buckets_.clear();
 }
 
@@ -140,6 +144,34 @@ void DistributedDataParallel::broadcast_parameters() {
     pack(b, Part::value);
     group_->broadcast(b.flat, 0);
     unpack(b, Part::value);
+  }
+  broadcast_buffers();
+}
+
+// Every buffer's bytes in one flat float64 tensor (the collectives move float dtypes; a broadcast
+// copies the bits), broadcast, and copied back: int64 counters and boolean masks included.
+void DistributedDataParallel::broadcast_buffers() {
+  const std::vector<Tensor> buffers = module_.buffers();
+  std::size_t bytes = 0;
+  for (const Tensor& b : buffers) bytes += b.nbytes();
+  if (bytes == 0) return;
+  const Tensor flat = empty({static_cast<std::int64_t>((bytes + 7) / 8)}, device(), float64);
+  std::size_t offset = 0;
+  for (const Tensor& b : buffers) {
+    copy_at(b.contiguous(), 0, flat, offset, b.nbytes());
+    offset += b.nbytes();
+  }
+  group_->broadcast(flat, 0);
+  offset = 0;
+  for (const Tensor& b : buffers) {
+    if (b.is_contiguous()) {
+      copy_at(flat, offset, b, 0, b.nbytes());
+    } else {  // a strided buffer: through a contiguous copy
+      const Tensor c = empty(b.shape(), b.device(), b.dtype());
+      copy_at(flat, offset, c, 0, b.nbytes());
+      b.copy_from(c);
+    }
+    offset += b.nbytes();
   }
 }
 

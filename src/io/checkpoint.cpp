@@ -52,18 +52,20 @@ T parse_number(const std::string& op, const std::string& key, const std::string&
   return value;
 }
 
-// The model as a checkpoint will leave it, for checking the optimiser state before the model
-// changes: the model's parameter names and dtypes with the file's shapes (stride-0 views of one
-// zero: no memory). Where the file has no tensor that fits a parameter, the parameter's own value
-// stands in: load_state_dict() refuses that file, naming the parameter.
-class ModelAfterLoad final : public nn::Module {
- public:
-  ModelAfterLoad(nn::Module& model, const nn::StateDict& file) : name_(model.name()) {
+// The model's parameters as a checkpoint will leave them, for checking the optimiser state before
+// the model changes: the model's parameter names and dtypes with the file's shapes (stride-0 views
+// of one zero: no memory). Where the file has no tensor that fits a parameter, the parameter's own
+// value stands in: load_state_dict() refuses that file, naming the parameter.
+struct ParametersAfterLoad {
+  std::vector<nn::Parameter> slots;
+  std::vector<nn::NamedParameter> named;  // into slots
+
+  ParametersAfterLoad(nn::Module& model, const nn::StateDict& file) {
     std::map<std::string, const Tensor*> in_file;
     for (const auto& [name, t] : file) in_file[name] = &t;
-    const auto named = model.named_parameters();
-    slots_.reserve(named.size());
-    for (const auto& [name, p] : named) {
+    const auto own = model.named_parameters();
+    slots.reserve(own.size());
+    for (const auto& [name, p] : own) {
       const auto found = in_file.find(name);
       // A checkpoint continues bit for bit: no conversion (load_state_dict would convert).
       if (found != in_file.end() && found->second->dtype() != p->dtype)
@@ -73,22 +75,10 @@ class ModelAfterLoad final : public nn::Module {
       slot.dtype = p->dtype;
       const bool fits = found != in_file.end() && p->fits(found->second->shape());
       slot.value = fits ? zeros({}, cpu(), p->dtype).expand(found->second->shape()) : p->value;
-      slots_.push_back(std::move(slot));
-      names_.push_back(name);
+      slots.push_back(std::move(slot));
     }
+    for (std::size_t i = 0; i < own.size(); ++i) named.push_back({own[i].name, &slots[i]});
   }
-  std::vector<nn::NamedParameter> named_parameters() override {
-    std::vector<nn::NamedParameter> out;
-    for (std::size_t i = 0; i < slots_.size(); ++i) out.push_back({names_[i], &slots_[i]});
-    return out;
-  }
-  Tensor forward(const Tensor& input) override { return input; }  // never called: only its parameters are read
-  std::string name() const override { return name_; }
-
- private:
-  std::string name_;
-  std::vector<nn::Parameter> slots_;
-  std::vector<std::string> names_;
 };
 
 }  // namespace
@@ -196,8 +186,8 @@ std::int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::
   }
 
   try {
-    ModelAfterLoad after(model, model_dict);
-    optimizer.check_state(state, after);
+    const ParametersAfterLoad after(model, model_dict);
+    optimizer.check_state(state, after.named, model.name());
     model.load_state_dict(model_dict);  // all or nothing, as the optimiser's state was checked
   } catch (const FormatError& e) {
     detail::fail_within<FormatError>(op, e);

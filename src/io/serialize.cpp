@@ -5,6 +5,11 @@
 //             u64 extents[ndim], u64 byte count, little-endian element bytes (a boolean: one byte, 0 or 1) }
 //   u64 FNV-1a checksum of every byte before it
 //
+// The entries are state_dict()'s, in its order: parameters and buffers (registered buffers came
+// within version 2 and changed no field; a model without buffers writes the file it wrote
+// before, and an older kten refuses a file with buffers as it refuses any other model's: the
+// count or a name differs).
+//
 // Codes 2 and 3 came later within version 1: every file an older kten wrote still loads, and an
 // older kten refuses a file holding int64 or boolean parameters (an unknown dtype code).
 // Version 2 changed no field but a layout: Linear's weight became (out, in), as PyTorch's, where
@@ -166,13 +171,14 @@ void Module::save(const std::string& path) {
   Writer w;
   w.bytes.insert(w.bytes.end(), kMagic, kMagic + 8);
   w.u(kVersion, 4);
-  const auto params = named_parameters();
-  w.u(params.size(), 4);
-  for (const auto& [name, slot] : params) {
-    if (!slot->value.defined())
+  std::vector<StateEntry> entries;
+  collect_state("", entries);
+  w.u(entries.size(), 4);
+  for (const auto& [name, slot, buffer] : entries) {
+    if (slot && !slot->value.defined())
       detail::fail("save('" + path + "')", "parameter '", name,
                    "' has no shape yet (a lazy layer that has not seen an input); run a forward pass first");
-    const Tensor& t = slot->value;
+    const Tensor& t = slot ? slot->value : *buffer;
     w.u(name.size(), 4);
     w.bytes.insert(w.bytes.end(), name.begin(), name.end());
     w.u(dtype_code(t.dtype()), 1);
@@ -202,30 +208,42 @@ void Module::load(const std::string& path, const Device& device) {
   }
 
   // The file is sound; does it fit this model?
-  auto params = named_parameters();
-  if (params.size() != staged.size())
-    bad_file(path, "the file has ", staged.size(), " parameters, the model has ", params.size());
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Parameter& p = *params[i].slot;
+  std::vector<StateEntry> entries;
+  collect_state("", entries);
+  if (entries.size() != staged.size())
+    bad_file(path, "the file has ", staged.size(), " tensors, the model has ", entries.size(),
+             " (parameters and buffers)");
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& [name, p, buffer] = entries[i];
     Staged& s = staged[i];
-    if (version <= p.transposed_in_format_up_to && s.shape.size() == 2) transpose(s);
-    const Shape want = p.value.defined() ? p.value.shape() : p.expected;
-    if (s.name != params[i].name || s.dtype != p.dtype || !p.fits(s.shape))
-      bad_file(path, "parameter ", i, " is '", s.name, "' ", s.shape, " ", s.dtype, " in the file but '",
-               params[i].name, "' ", want, " ", p.dtype, " in the model");
+    if (p && version <= p->transposed_in_format_up_to && s.shape.size() == 2) transpose(s);
+    const Shape want = !p ? buffer->shape() : p->value.defined() ? p->value.shape() : p->expected;
+    const DType dtype = p ? p->dtype : buffer->dtype();
+    if (s.name != name || s.dtype != dtype || (p ? !p->fits(s.shape) : s.shape != want))
+      bad_file(path, p ? "parameter " : "buffer ", i, " is '", s.name, "' ", s.shape, " ", s.dtype, " in the file but '",
+               name, "' ", want, " ", dtype, " in the model");
   }
   // Build every tensor before touching the model, so a failure (out of memory) changes nothing.
   std::vector<Tensor> values, grads;
-  for (const Staged& s : staged) {
+  for (std::size_t i = 0; i < staged.size(); ++i) {
+    const Staged& s = staged[i];
     values.push_back(detail::from_host(s.data.data(), s.shape, s.dtype, device));
-    grads.push_back(zeros(s.shape, device, s.dtype));
+    grads.push_back(entries[i].parameter ? zeros(s.shape, device, s.dtype) : Tensor());
   }
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    params[i].slot->value = values[i];
-    params[i].slot->grad = grads[i];
-    params[i].slot->track();
+  // In place, so that the handles forward() holds see the loaded values; gradients start at zero.
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    Parameter* p = entries[i].parameter;
+    if (!p) {
+      entries[i].buffer->set_data(values[i]);
+    } else {
+      if (p->grad.defined()) p->grad.set_data(grads[i]);
+      else p->grad = grads[i];
+      if (p->value.defined()) p->value.set_data(values[i]);
+      else p->value = values[i];  // a lazy parameter takes its shape from the file
+      p->track();
+    }
   }
-  parameters_loaded();
+  notify_loaded();
   to(device);
 }
 

@@ -28,11 +28,10 @@ void manual_seed(std::uint64_t seed) { seed_counter() = seed; }
 // --- Linear ------------------------------------------------------------------------------------
 
 Linear::Linear(std::int64_t out_features, LinearOptions options)
-    : in_features_(-1), out_features_(out_features), options_(options),
-      seed_(options.seed ? *options.seed : next_seed()) {
+    : out_features_(out_features), has_bias_(options.bias), seed_(options.seed ? *options.seed : next_seed()) {
   if (out_features < 1) detail::fail<ShapeError>("Linear", "out_features must be >= 1, got ", out_features);
-  weight_ = {{}, {}, {out_features, -1}, options_.dtype, /*transposed_in_format_up_to=*/1};
-  if (options_.bias) bias_ = {{}, {}, {out_features}, options_.dtype};
+  weight_ = register_parameter("weight", Parameter{{}, {}, {out_features, -1}, options.dtype, /*transposed_in_format_up_to=*/1});
+  if (has_bias_) bias_ = register_parameter("bias", Parameter{{}, {}, {out_features}, options.dtype});
 }
 
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, LinearOptions options)
@@ -42,27 +41,23 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, LinearOption
 }
 
 void Linear::initialise(std::int64_t in_features) {
-  in_features_ = in_features;
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
   const Device d = device();
-  weight_.expected = {out_features_, in_features};
-  weight_.value = uniform(weight_.expected, -bound, bound, d, seed_, options_.dtype);
-  weight_.track();
-  if (options_.bias) {
+  weight_->expected = {out_features_, in_features};
+  weight_->value = uniform(weight_->expected, -bound, bound, d, seed_, weight_->dtype);
+  weight_->track();
+  if (bias_) {
     // A second stream of the same seed: bias and weight never share numbers.
-    bias_.value = uniform({out_features_}, -bound, bound, d, seed_ ^ 0x9E3779B97F4A7C15ull, options_.dtype);
-    bias_.track();
+    bias_->value = uniform({out_features_}, -bound, bound, d, seed_ ^ 0x9E3779B97F4A7C15ull, bias_->dtype);
+    bias_->track();
   }
 }
 
-void Linear::parameters_loaded() { in_features_ = weight_.value.shape()[1]; }
+std::int64_t Linear::in_features() const { return weight_->value.defined() ? weight_->value.shape()[1] : -1; }
 
-std::vector<NamedParameter> Linear::named_parameters() {
-  std::vector<NamedParameter> out;
-  out.reserve(2);  // one allocation: optimisers ask for the parameters every step
-  out.push_back({"weight", &weight_});
-  if (options_.bias) out.push_back({"bias", &bias_});
-  return out;
+const Tensor& Linear::bias() const {
+  static const Tensor none;
+  return bias_ ? bias_->value : none;
 }
 
 Tensor Linear::forward(const Tensor& input) {
@@ -70,19 +65,19 @@ Tensor Linear::forward(const Tensor& input) {
   detail::check_same_device("Linear forward", input.device(), device());
   if (input.ndim() != 2)
     detail::fail<ShapeError>("Linear forward", "expects (batch, features), got shape ", input.shape());
-  if (input.dtype() != options_.dtype)
+  if (input.dtype() != weight_->dtype)
     detail::fail<DTypeError>("Linear forward", "the input is ", input.dtype(), " but the parameters are ",
-                             options_.dtype, "; convert with .astype(...)");
+                             weight_->dtype, "; convert with .astype(...)");
   // Every check before a lazy layer shapes itself, so a refused first input leaves it lazy.
-  if (in_features_ < 0) {
+  if (!weight_->value.defined()) {
     if (input.shape()[1] < 1)
       detail::fail<ShapeError>("Linear forward", "a lazy Linear takes in_features from its first input, whose shape ",
                                input.shape(), " has no features; in_features must be >= 1");
     initialise(input.shape()[1]);
   }
-  if (input.shape()[1] != in_features_)
-    detail::fail<ShapeError>("Linear forward", "expects ", in_features_, " input features, got shape ", input.shape());
-  return detail::linear(input, weight_.value, options_.bias ? &bias_.value : nullptr);
+  if (input.shape()[1] != in_features())
+    detail::fail<ShapeError>("Linear forward", "expects ", in_features(), " input features, got shape ", input.shape());
+  return detail::linear(input, weight_->value, bias_ ? &bias_->value : nullptr);
 }
 
 // --- Activations -------------------------------------------------------------------------------
@@ -104,29 +99,25 @@ Softplus::Softplus(double beta, double threshold)
 
 // --- LayerNorm ---------------------------------------------------------------------------------
 
-LayerNorm::LayerNorm(std::int64_t features, double eps, DType dtype) : features_(features), eps_(eps), dtype_(dtype) {
+LayerNorm::LayerNorm(std::int64_t features, double eps, DType dtype) : features_(features), eps_(eps) {
   if (features < 1) detail::fail<ShapeError>("LayerNorm", "features must be >= 1, got ", features);
   if (!(std::isfinite(eps) && eps >= 0))
     detail::fail("LayerNorm", "eps must be finite and >= 0, got ", eps);
   if (!is_floating(dtype))
     detail::fail<DTypeError>("LayerNorm", "parameters are float32 or float64, not ", dtype);
-  weight_ = {ones({features}, device(), dtype), {}, {features}, dtype};
-  weight_.track();
-  bias_ = {zeros({features}, device(), dtype), {}, {features}, dtype};
-  bias_.track();
+  weight_ = register_parameter("weight", Parameter{ones({features}, device(), dtype), {}, {features}, dtype});
+  bias_ = register_parameter("bias", Parameter{zeros({features}, device(), dtype), {}, {features}, dtype});
 }
-
-std::vector<NamedParameter> LayerNorm::named_parameters() { return {{"weight", &weight_}, {"bias", &bias_}}; }
 
 Tensor LayerNorm::forward(const Tensor& input) {
   detail::check_defined(input, "LayerNorm forward");
   if (input.ndim() == 0 || input.shape().back() != features_)
     detail::fail<ShapeError>("LayerNorm forward", "normalises the last axis, of ", features_,
                              " features, but the input has shape ", input.shape());
-  if (input.dtype() != dtype_)
-    detail::fail<DTypeError>("LayerNorm forward", "the input is ", input.dtype(), " but the parameters are ", dtype_,
-                             "; convert with .astype(...)");
-  return detail::layer_norm(input, weight_.value, bias_.value, eps_);
+  if (input.dtype() != weight_->dtype)
+    detail::fail<DTypeError>("LayerNorm forward", "the input is ", input.dtype(), " but the parameters are ",
+                             weight_->dtype, "; convert with .astype(...)");
+  return detail::layer_norm(input, weight_->value, bias_->value, eps_);
 }
 
 // --- Dropout -----------------------------------------------------------------------------------
@@ -153,35 +144,6 @@ Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
   for (auto& layer : layers_) x = (*layer)(x);
   return x;
-}
-
-void Sequential::to(const Device& device) {
-  require_available(device);
-  for (auto& layer : layers_) layer->to(device);
-  set_device(device);
-}
-
-void Sequential::train(bool on) {
-  for (auto& layer : layers_) layer->train(on);
-  Module::train(on);
-}
-
-std::vector<NamedParameter> Sequential::named_parameters() {
-  std::vector<NamedParameter> out;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    auto inner = layers_[i]->named_parameters();
-    if (out.empty()) {  // the common case of one layer with parameters: its vector, renamed in place
-      out = std::move(inner);
-      for (auto& p : out) p.name = std::to_string(i) + "." + p.name;
-      continue;
-    }
-    for (auto& [name, slot] : inner) out.push_back({std::to_string(i) + "." + name, slot});
-  }
-  return out;
-}
-
-void Sequential::parameters_loaded() {
-  for (auto& layer : layers_) layer->parameters_loaded();
 }
 
 }  // namespace kten::nn

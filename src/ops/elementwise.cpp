@@ -330,8 +330,8 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return extremum<Minimum>("kte
 
 Tensor Tensor::astype(DType dtype) const {
   check_defined(*this, "astype()");
-  if (dtype == dtype_) return *this;
-  Tensor out = empty(shape_, device(), dtype);
+  if (dtype == this->dtype()) return *this;
+  Tensor out = empty(shape(), device(), dtype);
   constexpr const char* label = "kten::astype";
   const Tensor x = contiguous();  // a view converts through one contiguous copy
   launch_conversion(label, [&](const auto& backend, auto* from, auto* to) {
@@ -340,7 +340,7 @@ Tensor Tensor::astype(DType dtype) const {
     for_each_index(label, backend, numel(), ConvertKernel<From, To>{from, to});
   }, x, out);
   if (is_floating(dtype) && recording(*this))
-    record(label, out, {this}, [from = dtype_](const Tensor& g, const Needs&) { return Grads{g.astype(from)}; });
+    record(label, out, {this}, [from = this->dtype()](const Tensor& g, const Needs&) { return Grads{g.astype(from)}; });
   return out;
 }
 

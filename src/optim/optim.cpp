@@ -79,7 +79,7 @@ std::vector<Optimizer::Update> Optimizer::begin_step(nn::Module& model) {
     if (!is_floating(value.dtype()))
       detail::fail<DTypeError>(op, "parameter '", name, "' is ", value.dtype(),
                                ": arithmetic is float-only (float32 or float64); keep integer and boolean state out "
-                               "of the modules an optimiser steps");
+                               "of the modules an optimiser steps (register it as a buffer)");
     const Tensor& grad = p->grad;
     if (!grad.defined() || grad.shape() != value.shape() || grad.dtype() != value.dtype() ||
         grad.device() != value.device())
@@ -108,7 +108,7 @@ std::vector<Optimizer::Update> Optimizer::begin_step(nn::Module& model) {
   std::vector<std::vector<Tensor>> fresh(named.size());
   for (std::size_t i = 0; i < named.size(); ++i) {
     const Tensor& value = named[i].slot->value;
-    if (!buffers || !value.defined()) continue;
+    if (!buffers || !value.defined() || !value.requires_grad()) continue;
     const auto found = parameters_.find(named[i].name);
     if (found != parameters_.end() && !found->second.buffers.empty()) continue;
     for (std::size_t b = 0; b < buffer_names_.size(); ++b)
@@ -116,7 +116,7 @@ std::vector<Optimizer::Update> Optimizer::begin_step(nn::Module& model) {
   }
   std::vector<Update> updates;
   for (std::size_t i = 0; i < named.size(); ++i) {
-    if (!named[i].slot->value.defined()) continue;
+    if (!named[i].slot->value.defined() || !named[i].slot->value.requires_grad()) continue;
     ParameterState& s = parameters_[named[i].name];
     const bool is_fresh = !fresh[i].empty();
     if (is_fresh) s.buffers = std::move(fresh[i]);
@@ -136,15 +136,16 @@ OptimizerState Optimizer::state() const {
   return out;
 }
 
-Optimizer::Restored Optimizer::checked_state(const OptimizerState& state, nn::Module& model) {
+Optimizer::Restored Optimizer::checked_state(const OptimizerState& state, const std::vector<nn::NamedParameter>& named,
+                                             const std::string& model_name) {
   const std::string op = kind_ + " load_state";
   if (state.kind != kind_) detail::fail<FormatError>(op, "the state is of an optimiser of kind '", state.kind, "', not ", kind_);
   std::map<std::string, const nn::Parameter*> parameters;
-  for (const auto& [name, p] : model.named_parameters()) parameters[name] = p;
+  for (const auto& [name, p] : named) parameters[name] = p;
   const auto parameter = [&](const std::string& name, const std::string& entry) -> const Tensor& {
     const auto found = parameters.find(name);
     if (found == parameters.end())
-      detail::fail<FormatError>(op, "the state's '", entry, "' names no parameter of the model (", model.name(), ")");
+      detail::fail<FormatError>(op, "the state's '", entry, "' names no parameter of the model (", model_name, ")");
     if (!found->second->value.defined())
       detail::fail<FormatError>(op, "the state's '", entry, "' belongs to parameter '", name,
                                 "', which has no value yet (a lazy layer): load the model's parameters first");
@@ -208,10 +209,17 @@ Optimizer::Restored Optimizer::checked_state(const OptimizerState& state, nn::Mo
   return {set_hyperparameters, lr, initial_lr, schedule_step, std::move(restored)};
 }
 
-void Optimizer::check_state(const OptimizerState& state, nn::Module& model) { checked_state(state, model); }
+void Optimizer::check_state(const OptimizerState& state, nn::Module& model) {
+  checked_state(state, model.named_parameters(), model.name());
+}
+
+void Optimizer::check_state(const OptimizerState& state, const std::vector<nn::NamedParameter>& parameters,
+                            const std::string& model_name) {
+  checked_state(state, parameters, model_name);
+}
 
 void Optimizer::load_state(const OptimizerState& state, nn::Module& model) {
-  Restored r = checked_state(state, model);
+  Restored r = checked_state(state, model.named_parameters(), model.name());
   // The copies on the parameters' devices (allocations may fail: before anything changes), so that
   // later steps write neither into the caller's tensors nor across devices.
   std::map<std::string, const Tensor*> values;

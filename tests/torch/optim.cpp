@@ -40,10 +40,10 @@ Tensor from_aten(const at::Tensor& t, const Device& d) {
 
 // Parameters "w" (1003 values: past the vector width, with a tail) and "b" (7x3), as libtorch's.
 struct TwoParameters : nn::Module {
-  nn::Parameter w, b;
+  nn::Parameter& w = *register_parameter("w", nn::Parameter{});
+  nn::Parameter& b = *register_parameter("b", nn::Parameter{});
   Tensor forward(const Tensor& x) override { return x; }
   std::string name() const override { return "TwoParameters"; }
-  std::vector<nn::NamedParameter> named_parameters() override { return {{"w", &w}, {"b", &b}}; }
 };
 
 struct Pair {

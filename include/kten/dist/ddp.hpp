@@ -29,9 +29,10 @@ struct DDPOptions {
 
 /// \brief Wraps any nn::Module so that every rank of a group trains the same model.
 ///
-/// - Construction broadcasts rank 0's parameters to every rank (a collective: every rank
-///   constructs its wrapper at the same point). Parameters a lazy layer has not shaped yet are
-///   broadcast right after the first forward call, which every rank makes at the same step.
+/// - Construction broadcasts rank 0's parameters and buffers to every rank (a collective: every
+///   rank constructs its wrapper at the same point; buffers as PyTorch's broadcast_buffers).
+///   Parameters a lazy layer has not shaped yet are broadcast right after the first forward call,
+///   which every rank makes at the same step.
 /// - Gradients are averaged over the ranks in flat buckets, filled in reverse registration order
 ///   (the order backward finishes them): each bucket's gradients are copied into it on the device,
 ///   it is averaged with one all_reduce(mean), buckets start in the same order on every rank, and
@@ -46,8 +47,9 @@ struct DDPOptions {
 ///   forward/backward pairs, then synchronize_gradients()), each backward exchanges its
 ///   gradients: the sum is right, but costs one exchange per backward and may differ from the
 ///   exchange of the sum in the last bits.
-/// - Parameters, names, save() and load() are the module's own, so a checkpoint written through
-///   the wrapper loads into the bare module and back.
+/// - The module is the wrapper's inner module (Module::register_wrapped): parameters, buffers,
+///   names, state_dict(), save(), load(), train() and to() are the module's own, so a checkpoint
+///   written through the wrapper loads into the bare module and back.
 ///
 /// The wrapper refers to `module` (which must outlive it); the optimiser keeps stepping the
 /// module itself. With a loss that averages over the batch, averaging the ranks' gradients of
@@ -69,13 +71,13 @@ class DistributedDataParallel : public nn::Module {
   Tensor forward(const Tensor& input) override;
   /// \brief The module's backward, then synchronize_gradients().
   Tensor backward(const Tensor& grad_output) override;
-  /// \brief Moves the module's parameters to `device`.
+  /// \brief Moves the module's parameters and buffers to `device` (after the all_reduces in flight).
   void to(const Device& device) override;
-  /// \brief The module's parameters, with the module's names.
-  std::vector<nn::NamedParameter> named_parameters() override;
+  /// \brief Casts the module's float parameters and buffers to `dtype` (after the all_reduces in flight).
+  void to(DType dtype) override;
   /// \brief "DistributedDataParallel".
   std::string name() const override { return "DistributedDataParallel"; }
-  /// \brief Forwards load()'s hook to the module.
+  /// \brief Finishes the all_reduces in flight: the parameters were replaced.
   void parameters_loaded() override;
 
   /// \brief Averages every gradient over the ranks: one all_reduce(mean) per bucket, those that
@@ -83,7 +85,8 @@ class DistributedDataParallel : public nn::Module {
   /// and the Trainer call it; after loss.backward() or the module's own backward, call it yourself
   /// before the optimiser step.
   void synchronize_gradients();
-  /// \brief Makes every rank's parameters equal to rank 0's (one broadcast per bucket).
+  /// \brief Makes every rank's parameters and buffers equal to rank 0's (one broadcast per
+  /// bucket, and one for all the buffers when there are any).
   void broadcast_parameters();
 
   /// \brief The wrapped module.
@@ -107,6 +110,7 @@ class DistributedDataParallel : public nn::Module {
   void refresh_buckets();
   enum class Part { value, grad };
   void pack(Bucket& b, Part part);
+  void broadcast_buffers();
   void unpack(Bucket& b, Part part);
   void begin_round();
   void arm();

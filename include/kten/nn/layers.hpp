@@ -23,7 +23,7 @@ struct LinearOptions {
 };
 
 /// \brief y = x W^T + b with W of shape (out_features, in_features) and b of shape (out_features),
-/// PyTorch's layout.
+/// PyTorch's layout and parameter names ("weight", "bias").
 ///
 /// PyTorch's default initialisation: W and b uniform in [-1/sqrt(in), 1/sqrt(in)], drawn from
 /// the layer's seed. Linear(out) infers in_features from the first input (LazyLinear, Dense(1)).
@@ -36,27 +36,24 @@ class Linear : public Module {
   Linear(std::int64_t in_features, std::int64_t out_features, LinearOptions options = {});
 
   Tensor forward(const Tensor& input) override;
-  std::vector<NamedParameter> named_parameters() override;
   std::string name() const override { return "Linear"; }
-  void parameters_loaded() override;
 
   /// \brief Input width (-1 until a lazy layer sees its first input).
-  std::int64_t in_features() const { return in_features_; }
+  std::int64_t in_features() const;
   /// \brief Output width.
   std::int64_t out_features() const { return out_features_; }
   /// \brief The (out, in) weight, undefined before a lazy layer's first call.
-  const Tensor& weight() const { return weight_.value; }
+  const Tensor& weight() const { return weight_->value; }
   /// \brief The (out) bias, undefined without bias or before a lazy layer's first call.
-  const Tensor& bias() const { return bias_.value; }
+  const Tensor& bias() const;
 
  private:
   void initialise(std::int64_t in_features);
-  std::int64_t in_features_;
   std::int64_t out_features_;
-  LinearOptions options_;
+  bool has_bias_;
   std::uint64_t seed_;
-  Parameter weight_;
-  Parameter bias_;
+  std::shared_ptr<Parameter> weight_;  // registered "weight"; lazily shaped (out, -1) until the first call
+  std::shared_ptr<Parameter> bias_;    // registered "bias", or null without bias
 };
 
 /// \brief A layer without parameters that applies one elementwise function, e.g.
@@ -131,24 +128,22 @@ class LayerNorm : public Module {
   explicit LayerNorm(std::int64_t features, double eps = 1e-5, DType dtype = DType::float32);
 
   Tensor forward(const Tensor& input) override;
-  std::vector<NamedParameter> named_parameters() override;
   std::string name() const override { return "LayerNorm"; }
 
   /// \brief The number of features normalised together.
   std::int64_t features() const { return features_; }
   /// \brief The epsilon added to the variance.
   double eps() const { return eps_; }
-  /// \brief The (features) scale, ones at first.
-  const Tensor& weight() const { return weight_.value; }
-  /// \brief The (features) shift, zeros at first.
-  const Tensor& bias() const { return bias_.value; }
+  /// \brief The (features) scale, ones at first (registered "weight").
+  const Tensor& weight() const { return weight_->value; }
+  /// \brief The (features) shift, zeros at first (registered "bias").
+  const Tensor& bias() const { return bias_->value; }
 
  private:
   std::int64_t features_;
   double eps_;
-  DType dtype_;
-  Parameter weight_;
-  Parameter bias_;
+  std::shared_ptr<Parameter> weight_;
+  std::shared_ptr<Parameter> bias_;
 };
 
 /// \brief In training mode, zeroes each element with probability p and scales the others by
@@ -181,7 +176,8 @@ class Dropout : public Module {
   std::uint64_t calls_ = 0;
 };
 
-/// \brief Layers applied in order; its parameters are theirs, named "<index>.<name>".
+/// \brief Layers applied in order, each registered as the child "<index>", so its parameters are
+/// named "<index>.<name>" (PyTorch's nn.Sequential).
 class Sequential : public Module {
  public:
   /// \brief Appends a layer (taken by value), moved to this container's device and put in its
@@ -192,7 +188,7 @@ class Sequential : public Module {
     auto owned = std::make_shared<Layer>(std::move(layer));
     owned->to(device());
     owned->train(is_training());
-    layers_.push_back(owned);
+    layers_.push_back(register_module(std::to_string(layers_.size()), owned));
     return *owned;
   }
   /// \brief Number of layers.
@@ -201,15 +197,10 @@ class Sequential : public Module {
   Module& operator[](std::size_t i);
 
   Tensor forward(const Tensor& input) override;
-  void to(const Device& device) override;
-  /// \brief Sets the mode of the container and of every layer in it.
-  void train(bool on = true) override;
-  std::vector<NamedParameter> named_parameters() override;
   std::string name() const override { return "Sequential"; }
-  void parameters_loaded() override;
 
  private:
-  std::vector<std::shared_ptr<Module>> layers_;
+  std::vector<std::shared_ptr<Module>> layers_;  // the registered children, in order, for forward()
 };
 
 /// \brief The seed the next layer created without one will use (a process-wide counter).
