@@ -40,6 +40,7 @@ void read_item(const Tensor& t, void* dst, DType expected);
 /// operation make a new one.
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
+  Device device;            // storage's, kept here: every operation asks, and this saves a hop
   Shape shape;
   Shape strides;
   std::int64_t offset = 0;  // in elements, from storage->data
@@ -51,6 +52,8 @@ struct TensorImpl {
   std::shared_ptr<AutogradMeta> autograd;
 };
 
+/// \brief Throws kten::Error: `op` was called on an undefined tensor.
+[[noreturn]] void undefined_tensor(const char* op);
 /// \brief The shape (and strides) of an undefined tensor: empty.
 const Shape& no_shape();
 /// \brief The storage of an undefined tensor: null.
@@ -76,7 +79,10 @@ class Tensor {
   /// \brief False for a default-constructed tensor.
   bool defined() const { return static_cast<bool>(impl_); }
   /// \brief The device whose memory holds the data.
-  Device device() const;
+  Device device() const {
+    if (!impl_) detail::undefined_tensor("device()");
+    return impl_->device;
+  }
   /// \brief Extents, outermost first.
   const Shape& shape() const { return impl_ ? impl_->shape : detail::no_shape(); }
   /// \brief Number of dimensions (0 for a scalar).

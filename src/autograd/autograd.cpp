@@ -9,6 +9,7 @@
 
 #include "autograd.hpp"
 #include "core/checks.hpp"
+#include "core/pool.hpp"
 #include "dispatch/dispatch.hpp"
 #include "ops/elementwise.hpp"
 
@@ -239,7 +240,7 @@ void Tensor::backward() const { detail::run_backward(*this, Tensor(), false, fal
 Tensor Tensor::detach() const {
   Tensor out;
   if (!impl_) return out;
-  out.impl_ = std::make_shared<detail::TensorImpl>(*impl_);
+  out.impl_ = detail::make_pooled<detail::TensorImpl>(*impl_);
   out.impl_->autograd.reset();
   return out;
 }

@@ -23,6 +23,7 @@
 #include "emulated_memory.hpp"
 #include "fail.hpp"
 #include "kokkos_lifetime.hpp"
+#include "pool.hpp"
 #include "storage.hpp"
 
 namespace kten {
@@ -185,7 +186,7 @@ std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const
     }
     cache().register_finalize_hook();
   }
-  auto storage = std::make_shared<Storage>();
+  auto storage = make_pooled<Storage>();
   storage->data = block.data;
   storage->bytes = bytes;
   storage->device = device;

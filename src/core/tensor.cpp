@@ -12,6 +12,7 @@
 #include <kten/tensor.hpp>
 
 #include "checked.hpp"
+#include "pool.hpp"
 #include "autograd/autograd.hpp"
 #include "checks.hpp"
 #include "dispatch/dispatch.hpp"
@@ -46,6 +47,8 @@ std::size_t checked_nbytes(std::int64_t numel, DType dtype, const Device& device
                       "), more than a 64-bit byte count can hold");
   return *bytes;
 }
+
+void undefined_tensor(const char* op) { fail(op, "the tensor is undefined (default-constructed)"); }
 
 const Shape& no_shape() {
   static const Shape none;
@@ -137,10 +140,11 @@ std::string shape_str(const Shape& shape) {
 
 Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype) {
   if (!storage) return;
-  auto impl = std::make_shared<detail::TensorImpl>();
+  auto impl = detail::make_pooled<detail::TensorImpl>();
   impl->numel = detail::checked_numel(shape, "Tensor");
   impl->strides = detail::contiguous_strides(shape);
   impl->shape = std::move(shape);
+  impl->device = storage->device;
   impl->storage = std::move(storage);
   impl->dtype = dtype;
   impl_ = std::move(impl);
@@ -148,20 +152,16 @@ Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtyp
 
 Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype) {
   if (!storage) return;
-  auto impl = std::make_shared<detail::TensorImpl>();
+  auto impl = detail::make_pooled<detail::TensorImpl>();
   impl->numel = detail::checked_numel(shape, "Tensor");
   impl->contiguous = detail::strides_are_contiguous(shape, strides, impl->numel);
   impl->shape = std::move(shape);
   impl->strides = std::move(strides);
   impl->offset = offset;
+  impl->device = storage->device;
   impl->storage = std::move(storage);
   impl->dtype = dtype;
   impl_ = std::move(impl);
-}
-
-Device Tensor::device() const {
-  detail::check_defined(*this, "device()");
-  return impl_->storage->device;
 }
 
 std::size_t Tensor::nbytes() const {
@@ -231,12 +231,13 @@ void Tensor::set_data(const Tensor& new_data) const {
   Shape shape = from.shape, strides = from.strides;
   Tensor grad = self.autograd ? self.autograd->grad : Tensor();
   if (grad.defined() && grad.shape() == from.shape) {
-    if (grad.device() != from.storage->device || grad.dtype() != from.dtype)
-      grad.set_data(grad.detach().to(from.storage->device).astype(from.dtype));
+    if (grad.device() != from.device || grad.dtype() != from.dtype)
+      grad.set_data(grad.detach().to(from.device).astype(from.dtype));
   } else if (grad.defined()) {
     self.autograd->grad = Tensor();  // a gradient of another shape fits no more (PyTorch would refuse it)
   }
   self.storage = from.storage;
+  self.device = from.device;
   self.shape = std::move(shape);
   self.strides = std::move(strides);
   self.offset = from.offset;
