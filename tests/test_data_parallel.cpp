@@ -133,6 +133,44 @@ TEST_CASE("DistributedDataParallel flattens gradients into buckets on the device
   CHECK_THROWS_AS(dist::DistributedDataParallel(plain, nullptr), Error);
 }
 
+TEST_CASE("DistributedDataParallel wraps its module under the module's own names, buffers included", "[dist][ddp]") {
+  const Device d = test::device();
+  // A module with a parameter, a child and a float and an int64 buffer.
+  struct WithBuffers : nn::Module {
+    Tensor scale, count;
+    WithBuffers() {
+      register_module("fc", nn::Linear(3, 2, {true, float32, 3}));
+      scale = register_buffer("scale", full({2}, 1.5));
+      count = register_buffer("count", zeros({}, cpu(), int64));
+    }
+    Tensor forward(const Tensor& x) override { return x; }
+    std::string name() const override { return "WithBuffers"; }
+  };
+  WithBuffers m;
+  m.to(d);
+  auto group = std::make_shared<LoneGroup>();
+  dist::DistributedDataParallel ddp(m, group);
+  // One broadcast for the parameters' bucket, one for every buffer's bytes (a float64 carrier: 2
+  // float32 and an int64, 16 bytes).
+  CHECK(group->broadcast_sizes == std::vector<std::int64_t>{2 * 3 + 2, 2});
+  std::vector<std::string> names;
+  for (const auto& [name, t] : ddp.state_dict()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"scale", "count", "fc.weight", "fc.bias"});
+  CHECK(ddp.named_buffers().size() == 2);
+  CHECK(ddp.named_parameters()[0].slot == m.named_parameters()[0].slot);
+  // train(), to() and to(DType) reach the module; the handles it holds see them.
+  ddp.eval();
+  CHECK_FALSE(m.is_training());
+  ddp.to(float64);
+  CHECK(m.scale.dtype() == float64);
+  CHECK(m.count.dtype() == int64);
+  ddp.to(cpu());
+  CHECK(m.scale.device() == cpu());
+  CHECK(m.device() == cpu());
+  CHECK(ddp.device() == cpu());
+  CHECK(m.scale.to_vector<double>() == std::vector<double>{1.5, 1.5});
+}
+
 namespace {
 
 // A LoneGroup that notes, as each all_reduce starts, whether the first layer's weight gradient (the

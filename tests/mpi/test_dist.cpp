@@ -383,6 +383,25 @@ TEST_CASE("DistributedDataParallel starts every rank from rank 0's parameters", 
   CHECK(layer.bias().to_vector<float>() == rank0.bias().to_vector<float>());
   CHECK(ddp.device() == d);
 
+  SECTION("buffers too, as PyTorch's broadcast_buffers: float and int64 ones") {
+    struct WithBuffers : nn::Module {
+      Tensor scale, count;
+      explicit WithBuffers(int rank) {
+        register_module("fc", nn::Linear(3, 2, {true, float32, static_cast<std::uint64_t>(rank)}));
+        scale = register_buffer("scale", full({2}, 1.0 + rank));
+        count = register_buffer("count", full({}, 7.0 * rank, cpu(), int64));
+      }
+      Tensor forward(const Tensor& x) override { return x; }
+      std::string name() const override { return "WithBuffers"; }
+    };
+    WithBuffers m(w->rank());
+    m.to(d);
+    dist::DistributedDataParallel wrapped(m, w);
+    CHECK(m.scale.to_vector<float>() == std::vector<float>{1, 1});
+    CHECK(m.count.to_vector<std::int64_t>() == std::vector<std::int64_t>{0});
+    CHECK(m.count.device() == d);
+  }
+
   SECTION("lazy layers take rank 0's parameters at the first forward, which then uses them") {
     nn::Sequential lazy;
     lazy.add(nn::Linear(2, {true, float32, static_cast<std::uint64_t>(10 + w->rank())}));
