@@ -76,11 +76,11 @@ struct PoolAllocator {
   template <class U>
   PoolAllocator(const PoolAllocator<U>&) noexcept {}
   T* allocate(std::size_t n) {
-    if (n != 1 || alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return static_cast<T*>(::operator new(n * sizeof(T)));
+    if (n != 1 || alignof(T) > alignof(std::max_align_t)) return static_cast<T*>(::operator new(n * sizeof(T)));
     return static_cast<T*>(FreeBlocks<sizeof(T)>::take());
   }
   void deallocate(T* p, std::size_t n) noexcept {
-    if (n != 1 || alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator delete(p);
+    if (n != 1 || alignof(T) > alignof(std::max_align_t)) return ::operator delete(p);
     FreeBlocks<sizeof(T)>::give(p);
   }
   template <class U>

@@ -138,31 +138,33 @@ std::string shape_str(const Shape& shape) {
   return s;
 }
 
-Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype) {
-  if (!storage) return;
+namespace {
+// The impl of a tensor over `storage` (null: an undefined tensor); `strides` null for contiguous ones.
+std::shared_ptr<detail::TensorImpl> new_impl(std::shared_ptr<detail::Storage> storage, Shape shape, Shape* strides,
+                                             std::int64_t offset, DType dtype) {
+  if (!storage) return nullptr;
   auto impl = detail::make_pooled<detail::TensorImpl>();
   impl->numel = detail::checked_numel(shape, "Tensor");
-  impl->strides = detail::contiguous_strides(shape);
+  if (strides) {
+    impl->contiguous = detail::strides_are_contiguous(shape, *strides, impl->numel);
+    impl->strides = std::move(*strides);
+  } else {
+    impl->strides = detail::contiguous_strides(shape);
+  }
   impl->shape = std::move(shape);
-  impl->device = storage->device;
-  impl->storage = std::move(storage);
-  impl->dtype = dtype;
-  impl_ = std::move(impl);
-}
-
-Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype) {
-  if (!storage) return;
-  auto impl = detail::make_pooled<detail::TensorImpl>();
-  impl->numel = detail::checked_numel(shape, "Tensor");
-  impl->contiguous = detail::strides_are_contiguous(shape, strides, impl->numel);
-  impl->shape = std::move(shape);
-  impl->strides = std::move(strides);
   impl->offset = offset;
   impl->device = storage->device;
   impl->storage = std::move(storage);
   impl->dtype = dtype;
-  impl_ = std::move(impl);
+  return impl;
 }
+}  // namespace
+
+Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, DType dtype)
+    : impl_(new_impl(std::move(storage), std::move(shape), nullptr, 0, dtype)) {}
+
+Tensor::Tensor(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype)
+    : impl_(new_impl(std::move(storage), std::move(shape), &strides, offset, dtype)) {}
 
 std::size_t Tensor::nbytes() const {
   return defined() ? detail::checked_nbytes(numel(), dtype(), storage()->device, "nbytes()") : 0;

@@ -172,7 +172,7 @@ void Module::save(const std::string& path) {
   w.bytes.insert(w.bytes.end(), kMagic, kMagic + 8);
   w.u(kVersion, 4);
   std::vector<StateEntry> entries;
-  collect_state("", entries);
+  collect_state(entries);
   w.u(entries.size(), 4);
   for (const auto& [name, slot, buffer] : entries) {
     if (slot && !slot->value.defined())
@@ -209,7 +209,7 @@ void Module::load(const std::string& path, const Device& device) {
 
   // The file is sound; does it fit this model?
   std::vector<StateEntry> entries;
-  collect_state("", entries);
+  collect_state(entries);
   if (entries.size() != staged.size())
     bad_file(path, "the file has ", staged.size(), " tensors, the model has ", entries.size(),
              " (parameters and buffers)");

@@ -1,5 +1,6 @@
 // Module: device placement of parameters, gradients, and the input-device rule; state dicts.
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -148,30 +149,27 @@ std::string child_prefix(const std::string& prefix, const std::string& child) {
 }
 }  // namespace
 
-void Module::collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) {
-  for (auto& [name, slot] : parameters_) out.push_back({prefix + name, slot.get()});
-  for (auto& [name, child] : children_) child->collect_parameters(child_prefix(prefix, name), out);
+void Module::for_each_module(const std::string& prefix, const std::function<void(const std::string&, Module&)>& visit) {
+  visit(prefix, *this);
+  for (auto& [name, child] : children_) child->for_each_module(child_prefix(prefix, name), visit);
 }
 
-void Module::collect_buffers(const std::string& prefix, StateDict& out) {
-  for (auto& [name, buffer] : buffers_) out.emplace_back(prefix + name, buffer);
-  for (auto& [name, child] : children_) child->collect_buffers(child_prefix(prefix, name), out);
-}
-
-void Module::collect_state(const std::string& prefix, std::vector<StateEntry>& out) {
-  for (auto& [name, slot] : parameters_) out.push_back({prefix + name, slot.get(), nullptr});
-  for (auto& [name, buffer] : buffers_) out.push_back({prefix + name, nullptr, &buffer});
-  for (auto& [name, child] : children_) child->collect_state(child_prefix(prefix, name), out);
+void Module::collect_state(std::vector<StateEntry>& out) {
+  for_each_module("", [&](const std::string& prefix, Module& m) {
+    for (auto& [name, slot] : m.parameters_) out.push_back({prefix + name, slot.get(), nullptr});
+    for (auto& [name, buffer] : m.buffers_) out.push_back({prefix + name, nullptr, &buffer});
+  });
 }
 
 void Module::notify_loaded() {
-  parameters_loaded();
-  for (auto& entry : children_) entry.second->notify_loaded();
+  for_each_module("", [](const std::string&, Module& m) { m.parameters_loaded(); });
 }
 
 std::vector<NamedParameter> Module::named_parameters() {
   std::vector<NamedParameter> out;
-  collect_parameters("", out);
+  for_each_module("", [&](const std::string& prefix, Module& m) {
+    for (auto& [name, slot] : m.parameters_) out.push_back({prefix + name, slot.get()});
+  });
   return out;
 }
 
@@ -184,7 +182,9 @@ std::vector<Tensor> Module::parameters() {
 
 StateDict Module::named_buffers() {
   StateDict out;
-  collect_buffers("", out);
+  for_each_module("", [&](const std::string& prefix, Module& m) {
+    for (auto& [name, buffer] : m.buffers_) out.emplace_back(prefix + name, buffer);
+  });
   return out;
 }
 
@@ -254,7 +254,7 @@ std::string quoted(const std::vector<std::string>& names) {
 
 StateDict Module::state_dict() {
   std::vector<StateEntry> entries;
-  collect_state("", entries);
+  collect_state(entries);
   StateDict out;
   out.reserve(entries.size());
   for (auto& [name, p, buffer] : entries) {
@@ -274,7 +274,7 @@ void Module::load_state_dict(const StateDict& state_dict, bool strict) {
 
   // Everything is checked, then every tensor staged on this device, before anything changes.
   std::vector<StateEntry> entries;
-  collect_state("", entries);
+  collect_state(entries);
   std::vector<const Tensor*> sources(entries.size(), nullptr);
   std::vector<std::string> missing, unexpected, left_lazy;
   std::unordered_set<std::string> own;

@@ -4,6 +4,7 @@
 /// libtorch's), live on one device, run forward and backward passes, save and load, state dicts.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -201,9 +202,11 @@ class Module {
   };
   void check_new_name(const std::string& name, const char* what) const;
   void add_child(std::string name, std::shared_ptr<Module> module);
-  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out);
-  void collect_buffers(const std::string& prefix, StateDict& out);
-  void collect_state(const std::string& prefix, std::vector<StateEntry>& out);
+  /// \brief visit(prefix, module) for this module and each descendant, parents first, children in
+  /// registration order; `prefix` qualifies the module's own names ("", "body.", "body.0.").
+  void for_each_module(const std::string& prefix, const std::function<void(const std::string&, Module&)>& visit);
+  /// \brief state_dict()'s entries, in its order.
+  void collect_state(std::vector<StateEntry>& out);
   void notify_loaded();
 
   Device device_ = cpu();
