@@ -81,12 +81,15 @@ fuzz:
 
 # The API reference: Doxygen over the public headers' \brief comments (docs/Doxyfile), HTML in
 # build/docs/html (open index.html); warnings are errors, so an undocumented public declaration or a
-# broken \ref fails. No build needed: kten/config.hpp, which CMake generates, is written for the
-# reference from cmake/config.hpp.in, with this version, the bundled Kokkos and a host-only build's values.
+# broken \ref fails. First scripts/check-links: every relative link and #anchor of the README and
+# the guides resolves inside the repository. No build needed: kten/config.hpp, which CMake
+# generates, is written for the reference from cmake/config.hpp.in, with this version, the
+# bundled Kokkos and a host-only build's values.
 KTEN_VERSION := $(shell sed -n 's/^project.kten VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 KOKKOS_BUNDLED := $(shell sed -n 's/^kokkos_release="\([0-9.]*\)".*/\1/p' scripts/setup)
 docs:
 	@scripts/setup --docs
+	@scripts/check-links
 	@rm -rf build/docs && mkdir -p build/docs/include/kten
 	@v=$(KTEN_VERSION); sed -e "s/@PROJECT_VERSION@/$$v/; s/@PROJECT_VERSION_MAJOR@/$$(echo $$v | cut -d. -f1)/" \
 	  -e "s/@PROJECT_VERSION_MINOR@/$$(echo $$v | cut -d. -f2)/; s/@PROJECT_VERSION_PATCH@/$$(echo $$v | cut -d. -f3)/" \
