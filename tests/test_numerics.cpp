@@ -1,10 +1,10 @@
-// What holds across devices and host thread counts (README, "Numerics across devices and
-// threads"): elementwise results are the same bits on cpu() and on the GPU code path, at every
+// What holds across devices and host thread counts (docs/numerics.md, "Numerics across devices
+// and threads"): elementwise results are the same bits on cpu() and on the GPU code path, at every
 // size; sum, mean, norm and matmul agree within bounds derived from each path's order of
 // additions, on random and adversarial inputs; every result repeats bit for bit; cpu() gives the
 // same bits on one host thread and on several; NaN stays NaN everywhere, though its sign and
 // payload are not part of the result. KTEN_NUMERICS_REPORT=1 prints the largest observed
-// difference as a fraction of its bound (the README's measured figures).
+// difference as a fraction of its bound (docs/numerics.md's measured figures).
 #include <stdio.h>  // popen
 #include <unistd.h>
 
@@ -46,7 +46,7 @@ Bits<T> bits_of(T v) {
   return b;
 }
 
-/// The same bits, or both NaN: a NaN's sign and payload are not part of a result (README).
+/// The same bits, or both NaN: a NaN's sign and payload are not part of a result (docs/numerics.md).
 template <class T>
 bool same_value(T a, T b) {
   return bits_of(a) == bits_of(b) || (std::isnan(a) && std::isnan(b));
@@ -362,7 +362,7 @@ TEMPLATE_TEST_CASE("elementwise results are the same bits on cpu() and on a GPU,
       const std::string& name = here[op].first;
       CAPTURE(name);
       // A real GPU's compiler fuses exp's polynomial its own way and its math library computes the
-      // other transcendental functions: the README promises the last bit only for the correctly
+      // other transcendental functions: docs/numerics.md promises the last bit only for the correctly
       // rounded operations there. Two libraries each within their documented error of the exact
       // value (CUDA's tanhf and glibc's within 2 ulps each) may differ by the sum of both bounds:
       // exp, log, sigmoid and tanh were measured so on an H100; the others are compared with the

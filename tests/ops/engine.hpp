@@ -264,8 +264,8 @@ class Case {
   }
 
   // `scale`: the size of the terms of each element, a sum of at most `terms` of them. A sum of n
-  // terms added in any order is within (n + 1) u of their size (README, "Numerics across devices
-  // and threads": an emulated GPU adds a long axis in one chain); rtol when that is larger.
+  // terms added in any order is within (n + 1) u of their size (docs/numerics.md, "Numerics across
+  // devices and threads": an emulated GPU adds a long axis in one chain); rtol when that is larger.
   bool check(const std::string& name, const kten::Tensor& got, const RT& want, const RT& scale, std::int64_t terms = 1) {
     if (got.shape() != Ref::shape(want)) {
       fail(name, "shape " + shape_str(got.shape()) + " from kten, " + shape_str(Ref::shape(want)) + " from " + config_.reference);
