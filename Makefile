@@ -5,7 +5,7 @@ PREFIX ?= $(CURDIR)/install/$(PRESET)
 BUILD   = build/$(PRESET)
 CONFIGURE_ARGS ?=
 
-.PHONY: all setup configure build test tour info cuda hip perf perf-mpi install clean
+.PHONY: all setup configure build test tour info cuda hip perf perf-mpi docs install clean
 
 all: build
 
@@ -78,6 +78,25 @@ fuzz:
 	  build/clang-debug/tests/fuzz/kten-fuzz-$$target $(FUZZ_DIR)/corpus/$$target -max_total_time=$(FUZZ_SECONDS) \
 	    -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 || exit 1; \
 	done
+
+# The API reference: Doxygen over the public headers' \brief comments (docs/Doxyfile), HTML in
+# build/docs/html (open index.html); warnings are errors, so an undocumented public declaration or a
+# broken \ref fails. First scripts/check-links: every relative link and #anchor of the README and
+# the guides resolves inside the repository. No build needed: kten/config.hpp, which CMake
+# generates, is written for the reference from cmake/config.hpp.in, with this version, the
+# bundled Kokkos and a host-only build's values.
+KTEN_VERSION := $(shell sed -n 's/^project.kten VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+KOKKOS_BUNDLED := $(shell sed -n 's/^kokkos_release="\([0-9.]*\)".*/\1/p' scripts/setup)
+docs:
+	@scripts/setup --docs
+	@scripts/check-links
+	@rm -rf build/docs && mkdir -p build/docs/include/kten
+	@v=$(KTEN_VERSION); sed -e "s/@PROJECT_VERSION@/$$v/; s/@PROJECT_VERSION_MAJOR@/$$(echo $$v | cut -d. -f1)/" \
+	  -e "s/@PROJECT_VERSION_MINOR@/$$(echo $$v | cut -d. -f2)/; s/@PROJECT_VERSION_PATCH@/$$(echo $$v | cut -d. -f3)/" \
+	  -e 's/@KTEN_CONFIG_MPI@/1/; s/@Kokkos_VERSION@/$(KOKKOS_BUNDLED)/; s/@KTEN_CONFIG_GPU_BACKEND@/nullptr/' \
+	  cmake/config.hpp.in >build/docs/include/kten/config.hpp
+	KTEN_VERSION=$(KTEN_VERSION) doxygen docs/Doxyfile
+	@echo "make docs: the API reference is in build/docs/html/index.html"
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -1,9 +1,7 @@
 // Autograd: what is recorded and when, gradient accumulation, broadcasting undone, views reaching
-// their base, NoGradGuard, detach, the errors, Module::backward on the tape, and a float64
-// finite-difference check of every differentiable operation's gradient. On cpu() and the emulated
-// GPU (test::device()). The PyTorch differential harness (label torch) checks values against PyTorch.
-#include <cmath>
-#include <functional>
+// their base, NoGradGuard, detach, the errors, Module::backward on the tape. On cpu() and the
+// emulated GPU (test::device()). Every registered op's gradient against central finite differences
+// and against a reference is the op harness' (tests/ops: label ops, and torch with PyTorch).
 #include <string>
 #include <vector>
 
@@ -14,18 +12,6 @@
 using namespace kten;
 using Catch::Matchers::ContainsSubstring;
 
-namespace {
-
-using test::check_gradients;
-
-Tensor positive(const Shape& shape, std::uint64_t seed) { return rand(shape, cpu(), seed, float64) + 0.5; }
-// Values away from 0, where abs and relu have kinks (finite differences straddling one are wrong).
-Tensor away_from_zero(const Shape& shape, std::uint64_t seed) {
-  const Tensor u = rand(shape, cpu(), seed, float64);
-  return (u - 0.5) * 4.0 + (u - 0.5) / abs(u - 0.5) * 0.1;
-}
-
-}  // namespace
 
 TEST_CASE("the design's autograd walk-through: requires_grad_, backward, grad, detach, NoGradGuard", "[autograd]") {
   const Device d = test::device();
@@ -162,54 +148,6 @@ TEST_CASE("loss.backward() and Module::backward(grad_output) give the same param
     CHECK(pa[i].slot->grad.shares_storage_with(pa[i].slot->value.grad()));
     test::require_allclose<float>(pb[i].slot->grad, test::host_doubles<float>(pa[i].slot->grad));
   }
-}
-
-TEST_CASE("every differentiable operation's gradient matches finite differences in float64", "[autograd]") {
-  using V = std::vector<Tensor>;
-  const auto A = randn({3, 4}, cpu(), 1, float64), B = randn({3, 4}, cpu(), 2, float64);
-  const auto row = randn({4}, cpu(), 3, float64), col = randn({3, 1}, cpu(), 4, float64);
-  const auto P = positive({3, 4}, 5);
-  check_gradients("add (broadcast)", [](const V& x) { return x[0] + x[1]; }, {A, row});
-  check_gradients("sub (broadcast)", [](const V& x) { return x[0] - x[1]; }, {col, A});
-  check_gradients("mul (broadcast)", [](const V& x) { return x[0] * x[1]; }, {A, col});
-  check_gradients("div", [](const V& x) { return x[0] / x[1]; }, {A, P});
-  check_gradients("scalars", [](const V& x) { return (2.0 - (x[0] + 1.0) * 3.0 - 0.5) / 4.0; }, {A});
-  check_gradients("scalar / x", [](const V& x) { return 2.0 / x[0]; }, {P});
-  check_gradients("fma", [](const V& x) { return fma(x[0], x[1], x[2]); }, {A, B, P});
-  check_gradients("exp", [](const V& x) { return exp(x[0]); }, {A});
-  check_gradients("log", [](const V& x) { return log(x[0]); }, {P});
-  check_gradients("sqrt", [](const V& x) { return sqrt(x[0]); }, {P});
-  check_gradients("abs", [](const V& x) { return abs(x[0]); }, {away_from_zero({3, 4}, 6)});
-  check_gradients("neg", [](const V& x) { return -x[0]; }, {A});
-  check_gradients("relu", [](const V& x) { return relu(x[0]); }, {away_from_zero({3, 4}, 7)});
-  check_gradients("sigmoid", [](const V& x) { return sigmoid(x[0]); }, {A});
-  check_gradients("tanh", [](const V& x) { return tanh(x[0]); }, {A});
-  check_gradients("sum", [](const V& x) { return sum(x[0]); }, {A});
-  check_gradients("sum(axis)", [](const V& x) { return sum(x[0], 0); }, {A});
-  check_gradients("mean", [](const V& x) { return mean(x[0]); }, {A});
-  check_gradients("mean(axis)", [](const V& x) { return mean(x[0], -1); }, {A});
-  check_gradients("max", [](const V& x) { return max(x[0]); }, {A});
-  check_gradients("max(axis)", [](const V& x) { return max(x[0], 1); }, {A});
-  check_gradients("norm", [](const V& x) { return norm(x[0]); }, {A});
-  check_gradients("norm(axis)", [](const V& x) { return norm(x[0], 0); }, {A});
-  check_gradients("matmul", [](const V& x) { return matmul(x[0], x[1]); }, {A, B.transpose().contiguous()});
-  check_gradients("matmul (transposed operands)", [](const V& x) { return matmul(x[0].transpose(), x[1]); }, {A, B});
-  check_gradients("matmul (matrix, vector)", [](const V& x) { return matmul(x[0], x[1]); }, {A, row});
-  check_gradients("views", [](const V& x) {
-    return x[0].permute({1, 0}).narrow(0, 1, 2).unsqueeze(0).expand({2, 2, 3}).reshape({4, 3}).select(1, 2);
-  }, {A});
-  check_gradients("squeeze, contiguous", [](const V& x) { return x[0].transpose().contiguous().squeeze(); }, {col});
-  check_gradients("cat", [](const V& x) { return cat({x[0], x[1] * 2.0}, 1); }, {A, col});
-  check_gradients("stack", [](const V& x) { return stack({x[0], x[1]}, 1); }, {A, B});
-  check_gradients("astype", [](const V& x) { return x[0].astype(float32).astype(float64); }, {A}, 1e-3, 1e-4);
-  check_gradients("copyto", [](const V& x) { return x[0].copyto(x[0].device()) * x[0]; }, {A});
-  check_gradients("where (broadcast)", [](const V& x) { return where(gt(x[0], 0.0), x[0], x[1]); }, {A, row});
-  check_gradients("index_select (repeated indices)", [](const V& x) {
-    return index_select(x[0], 1, tensor(std::vector<std::int64_t>{3, 0, 3, 1}, x[0].device()));
-  }, {A});
-  check_gradients("gather", [](const V& x) {
-    return gather(x[0], 0, tensor(std::vector<std::int64_t>{2, 0, 2, 1, 1, 1}, {2, 3}, x[0].device()));
-  }, {A});
 }
 
 TEST_CASE("int64 and boolean tensors have no gradient", "[autograd][dtypes]") {

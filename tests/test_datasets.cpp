@@ -7,6 +7,8 @@
 
 #include <kten/kokkos.hpp>
 
+#include <catch2/matchers/catch_matchers_string.hpp>
+
 #include "support.hpp"
 
 using namespace kten;
@@ -97,6 +99,29 @@ TEST_CASE("TensorDataset trains a model with Trainer::fit on its device", "[data
   const auto reports = trainer.fit(model, nn::MSELoss(), sgd, data, 32);
   CHECK(reports.back().val_loss < 1e-4);
   CHECK(reports.back().val_loss < reports.front().val_loss);
+}
+
+TEST_CASE("a Trainer on cpu() refuses a data set on a GPU instead of copying every batch to the host", "[data][train]") {
+  KTEN_REQUIRE_GPUS(1);
+  const Device gpu0 = gpu(0);
+  const data::TensorDataset data(randn({8, 2}, gpu0, 1), randn({8, 1}, gpu0, 2));
+  nn::Sequential model;
+  model.add(nn::Linear(2, 1, {true, DType::float32, 3}));
+  Trainer trainer(1, /*num_gpus=*/0);
+  trainer.set_progress_stream(nullptr);
+  optim::SGD sgd(0.1f);
+  const auto before = stats().device_to_host;
+  CHECK_THROWS_AS(trainer.fit(model, nn::MSELoss(), sgd, data, 4), DeviceMismatch);
+  CHECK_THROWS_WITH(trainer.fit(model, nn::MSELoss(), sgd, data, 4), Catch::Matchers::ContainsSubstring("Trainer(epochs, /*num_gpus=*/1)"));
+  CHECK(stats().device_to_host == before);
+  // A host data set still goes to a GPU Trainer's device, as d2l's Trainer moves its batches.
+  const data::TensorDataset host(randn({8, 2}, cpu(), 1), randn({8, 1}, cpu(), 2));
+  Trainer on_gpu(1, /*num_gpus=*/1);
+  on_gpu.set_progress_stream(nullptr);
+  nn::Sequential gpu_model;
+  gpu_model.add(nn::Linear(2, 1, {true, DType::float32, 3}));
+  optim::SGD gpu_sgd(0.1f);
+  CHECK_NOTHROW(on_gpu.fit(gpu_model, nn::MSELoss(), gpu_sgd, host, 4));
 }
 
 TEST_CASE("TensorDataset refuses tensors that do not pair up", "[data]") {

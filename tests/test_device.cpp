@@ -1,4 +1,5 @@
 // Devices: naming, comparison, discovery and availability.
+#include <cstdlib>
 #include <sstream>
 
 #include <Kokkos_Core.hpp>
@@ -73,6 +74,16 @@ TEST_CASE("the device report names versions, backends and threads", "[device][in
   CHECK_FALSE(enabled_backends().empty());
   CHECK(host_threads() >= 1);
   if (gpus_are_emulated()) CHECK(report.find("EMULATED") != std::string::npos);
+}
+
+TEST_CASE("the device report says what to set on a shared or oversubscribed node", "[device][info]") {
+  std::ostringstream os;
+  print_device_report(os);
+  const std::string report = os.str();
+  CHECK(report.find("OMP_WAIT_POLICY=") != std::string::npos);
+  // Unless the run set a wait policy and the node is idle, the advice is there.
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (!policy) CHECK(report.find("set OMP_WAIT_POLICY=passive") != std::string::npos);
 }
 
 TEST_CASE("the device report names the vector ISA and the matmul micro-kernel in use", "[device][info]") {

@@ -312,7 +312,8 @@ TEST_CASE("save and load keep int64 and boolean parameters; a corrupted boolean 
   CHECK(loaded.steps.grad.dtype() == int64);
   loaded.zero_grad();
 
-  // The file as README documents it: the mask's dtype code is 3 and its last element byte 1.
+  // The file as docs/training.md documents it (save()): the mask's dtype code is 3 and its last
+  // element byte 1.
   std::ifstream in(path, std::ios::binary);
   const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::size_t mask_code = good.find("mask") + 4, last_mask_byte = good.size() - 9;

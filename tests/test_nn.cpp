@@ -28,7 +28,7 @@ std::vector<std::vector<double>> snapshot(nn::Module& m) {
   return out;
 }
 
-// A parameter file written field by field (the layout README.md documents), for files save() never
+// A parameter file written field by field (the layout docs/training.md documents), for files save() never
 // writes: each parameter's fields are given as they appear, and finish() appends a valid checksum.
 struct CraftedFile {
   std::string bytes = std::string("KTENPRM\n");

@@ -1,4 +1,4 @@
-// The thread model (README, "Thread model"): kten calls from worker threads, and from several
+// The thread model (docs/semantics.md, "Thread model"): kten calls from worker threads, and from several
 // threads at once, give the results the initialising thread gives, or a ThreadError that says
 // why. Catch2's assertions are not thread-safe, so workers only compute; this thread checks.
 #include <algorithm>

@@ -62,7 +62,7 @@ class SyncError : public Error {
   using Error::Error;
 };
 
-/// \brief A call was made from a thread that this build cannot serve (README, "Thread model").
+/// \brief A call was made from a thread that this build cannot serve (docs/semantics.md, "Thread model").
 class ThreadError : public Error {
  public:
   using Error::Error;

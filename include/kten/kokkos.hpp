@@ -15,6 +15,21 @@
 
 namespace kten {
 
+/// \brief While alive, emulated-GPU memory is open to host code. With KTEN_TRAP_HOST_ACCESS=1 (a
+/// test mode) an emulated GPU's memory faults outside kten's own kernels and copies, as a real
+/// GPU's would on the host; an application's own Kokkos kernel on an emulated-GPU tensor's view()
+/// runs on host threads, so it runs inside one of these. Nothing happens without the trap, and
+/// on a real GPU. Scopes nest and may live on several threads at once.
+class EmulatedGpuAccess {
+ public:
+  /// \brief Opens emulated-GPU memory to host code (a no-op without the trap).
+  EmulatedGpuAccess();
+  /// \brief Waits for the host's kernels, then closes it again once no scope is left.
+  ~EmulatedGpuAccess();
+  EmulatedGpuAccess(const EmulatedGpuAccess&) = delete;
+  EmulatedGpuAccess& operator=(const EmulatedGpuAccess&) = delete;
+};
+
 namespace detail {
 /// \brief What a View asks of a tensor: element type, rank, its memory space's name, and whether
 /// it can describe strides (LayoutStride) or needs contiguous row-major elements (LayoutRight).

@@ -46,7 +46,8 @@ class Trainer {
   Device device() const { return device_; }
   /// \brief Moves the model's parameters to device().
   void prepare_model(nn::Module& model) const { model.to(device_); }
-  /// \brief Moves a host batch to device() (explicit transfers, counted by kten::stats()).
+  /// \brief Moves a host batch to device() (explicit transfers, counted by kten::stats()); a batch
+  /// on a GPU other than device() is a DeviceMismatch (no GPU's batch is copied implicitly).
   data::Batch prepare_batch(const data::Batch& batch) const;
   /// \brief Trains `model`; one progress line per epoch (epoch, train loss, validation loss,
   /// samples/s, device) unless quiet. Returns the per-epoch reports.

@@ -2,6 +2,7 @@
 // whose pages are readable only while an emulated-GPU kernel or copy runs. The arena is a
 // first-fit free list over page-aligned ranges; opening and closing access is counted, so that
 // nested and concurrent launches keep the blocks open until the last one ends.
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -23,6 +24,8 @@ bool trap_requested() {
   return env != nullptr && std::strcmp(env, "1") == 0;
 }
 
+void explain_faults(char* base);
+
 // Opening and closing is one mprotect over the used part of the reserve: per-block calls (which
 // would allow guard pages between blocks) made the emulated suite several times slower. Bounds
 // within device memory are checked instead by the AddressSanitizer run, which leaves emulated
@@ -35,6 +38,7 @@ class Arena {
     void* p = ::mmap(nullptr, kReserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     base_ = static_cast<char*>(p);
+    explain_faults(base_);
   }
 
   void* allocate(std::size_t bytes) {
@@ -102,6 +106,35 @@ class Arena {
   std::map<std::size_t, std::size_t> blocks_;   // offset -> size of live blocks
 };
 
+// A fault inside the arena is host code reading emulated-GPU memory: say so before the process
+// dies as it would have (the previous handler, else the default action, takes the fault again).
+char* trapped_base = nullptr;
+struct sigaction previous_segv;
+
+void on_segv(int, siginfo_t* info, void*) {
+  const char* at = static_cast<const char*>(info->si_addr);
+  if (trapped_base != nullptr && at >= trapped_base && at < trapped_base + Arena::kReserve) {
+    static const char message[] =
+        "\n*** kten (KTEN_TRAP_HOST_ACCESS=1): host code touched an emulated GPU's memory outside a kten "
+        "kernel or copy. On a real GPU this read of device memory would fault too: copy the tensor to "
+        "cpu() first (t.to(kten::cpu())). An application's own Kokkos kernel on an emulated-GPU tensor's "
+        "view() runs on host threads: run it inside a kten::EmulatedGpuAccess scope (<kten/kokkos.hpp>), "
+        "or without KTEN_TRAP_HOST_ACCESS, a test mode ***\n";
+    const ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
+    static_cast<void>(written);
+  }
+  ::sigaction(SIGSEGV, &previous_segv, nullptr);  // returning re-runs the access under it
+}
+
+void explain_faults(char* base) {
+  trapped_base = base;
+  struct sigaction action {};
+  action.sa_sigaction = on_segv;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGSEGV, &action, &previous_segv);
+}
+
 Arena& arena() {
   static Arena* a = new Arena;  // never destroyed: blocks may be released during static destruction
   return *a;
@@ -121,14 +154,18 @@ std::shared_ptr<void> allocate_emulated(std::size_t bytes, void** data) {
   return std::shared_ptr<void>(p, [](void* q) { arena().release(q); });
 }
 
-EmulatedAccess::EmulatedAccess() {
-  if (emulated_memory_trapped()) arena().open();
-}
-
-EmulatedAccess::~EmulatedAccess() {
-  if (!emulated_memory_trapped()) return;
-  Kokkos::DefaultHostExecutionSpace().fence();  // nothing may still touch the memory once closed
-  arena().close();
-}
-
 }  // namespace kten::detail
+
+namespace kten {
+
+EmulatedGpuAccess::EmulatedGpuAccess() {
+  if (detail::emulated_memory_trapped()) detail::arena().open();
+}
+
+EmulatedGpuAccess::~EmulatedGpuAccess() {
+  if (!detail::emulated_memory_trapped()) return;
+  Kokkos::DefaultHostExecutionSpace().fence();  // nothing may still touch the memory once closed
+  detail::arena().close();
+}
+
+}  // namespace kten

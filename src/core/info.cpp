@@ -1,6 +1,10 @@
 // The device report: kten's nvidia-smi.
+#include <cstdlib>
 #include <iomanip>
 #include <ostream>
+#include <sstream>
+#include <string>
+#include <thread>
 
 #include <kten/device.hpp>
 #include <kten/info.hpp>
@@ -55,12 +59,36 @@ std::string gemm_micro_kernel() {
          std::to_string(D::kc) + ", column blocks " + std::to_string(F::nc) + " / " + std::to_string(D::nc);
 }
 
+namespace {
+// What an oversubscribed or shared node does to the OpenMP pool, and what to set: idle pool
+// threads spin (libgomp's default) for cores that other processes need, which made a 200-step Adam
+// phase take 1.7-20 s instead of 62-84 ms on a shared node.
+std::string thread_advice() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  std::ostringstream s;
+  s << "OMP_WAIT_POLICY=" << (policy ? policy : "unset (idle pool threads spin a while)");
+  double load = 0;
+  const unsigned cores = std::thread::hardware_concurrency();
+  const bool busy = ::getloadavg(&load, 1) == 1 && cores > 0 && load + host_threads() > cores + 0.5;
+  if (busy)
+    s << "; *** load " << std::fixed << std::setprecision(1) << load << " on " << cores
+      << " cores: this node is shared or oversubscribed ***";
+  const bool passive = policy && std::string(policy) == "passive";
+  if (!passive)
+    s << "\n             on a shared or oversubscribed node set OMP_WAIT_POLICY=passive: spinning threads"
+         "\n             take the cores other processes need";
+  if (busy) s << "\n             and set OMP_NUM_THREADS to at most the free cores";
+  return s.str();
+}
+}  // namespace
+
 void print_device_report(std::ostream& os) {
   os << "kten " << version() << "  (Kokkos " << kokkos_version() << ")\n";
   os << "backends   :";
   for (const auto& b : enabled_backends()) os << ' ' << b;
   os << "\nhost       : cpu(0) = " << cpu_model() << ", " << host_threads() << " threads ("
      << Kokkos::DefaultHostExecutionSpace::name() << ")\n";
+  os << "threads    : " << thread_advice() << '\n';
   os << "host ISA   : " << cpu_vector_isa() << " (as compiled); matmul " << gemm_micro_kernel()
      << "\n             operations under " << host_serial_grain() << " elements run on the calling thread\n";
   os << "MPI        : " << detail::mpi_report() << '\n';

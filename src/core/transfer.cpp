@@ -85,6 +85,14 @@ void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) 
   copy_bytes(*c.storage(), byte_offset(c), host, 0, t.nbytes());
 }
 
+void read_cpu_values(const Tensor& t, void* dst, DType expected) {
+  if (!t.device().is_cpu() || t.dtype() != expected)
+    fail("", "read_cpu_values needs a ", expected, " tensor on cpu(), got a ", t.dtype(), " one on ", t.device());
+  const Tensor c = t.contiguous();
+  Storage host{dst, t.nbytes(), cpu(), nullptr};
+  copy_bytes(*c.storage(), byte_offset(c), host, 0, t.nbytes());
+}
+
 // item<T>() converts as libtorch's item<T>() (and Python's float(t), int(t), bool(t)) do: any dtype
 // to any T; floats to int64 truncate toward zero; to bool is != 0 (NaN is true). A value T cannot
 // hold (NaN, an infinity or one past 2^63 to int64; a finite float64 past float32's range) is a

@@ -17,7 +17,8 @@ inline constexpr bool has_gpu_backend =
     !std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 
 /// \brief A host execution space over host memory: cpu(), or an emulated GPU. Space is the default
-/// host space, or Kokkos::Serial for threads that cannot use the OpenMP pool (README, "Thread model").
+/// host space, or Kokkos::Serial for threads that cannot use the OpenMP pool (docs/semantics.md,
+/// "Thread model").
 template <class Space, bool Emulated>
 struct HostMemoryBackend {
   using execution_space = Space;

@@ -3,17 +3,14 @@
 
 #include <type_traits>
 
+#include <kten/kokkos.hpp>
+
 namespace kten::detail {
 
 /// \brief While alive, emulated-GPU memory is readable (see emulated_memory.hpp): opened only
 /// around the kernels and copies of an emulated GPU; a no-op unless host access to it is trapped.
-class EmulatedAccess {
- public:
-  EmulatedAccess();
-  ~EmulatedAccess();
-  EmulatedAccess(const EmulatedAccess&) = delete;
-  EmulatedAccess& operator=(const EmulatedAccess&) = delete;
-};
+/// The public kten::EmulatedGpuAccess, which applications' own kernels use.
+using EmulatedAccess = EmulatedGpuAccess;
 
 /// \brief EmulatedAccess for an emulated GPU's kernel; nothing for other backends.
 template <class Backend>

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: what Kokkos 3.4's host backends need from a launch made by any thread: OpenMP's pool
-// serves only the thread that initialised Kokkos (README, "Thread model"), and Serial's and a GPU
+// serves only the thread that initialised Kokkos (docs/semantics.md, "Thread model"), and Serial's and a GPU
 // instance's scratch is per process or per instance, without a lock.
 
 #include <mutex>
@@ -51,7 +51,7 @@ void check_launch_thread(bool reduces) {
           "initialised Kokkos (Kokkos 3) and never code inside an OpenMP parallel region, and this "
           "Kokkos build has no Serial backend for kten to run it on instead. Call it from the thread "
           "that initialised Kokkos, outside parallel regions, or use a Kokkos built with "
-          "-DKokkos_ENABLE_SERIAL=ON (README, \"Thread model\")");
+          "-DKokkos_ENABLE_SERIAL=ON (docs/semantics.md, \"Thread model\")");
   }
 #else
   (void)reduces;

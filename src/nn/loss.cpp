@@ -1,12 +1,14 @@
 // Losses, computed on the prediction's device with differentiable operations.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <kten/nn/loss.hpp>
 #include <kten/ops.hpp>
 
 #include "autograd/autograd.hpp"
 #include "core/checks.hpp"
+#include "core/storage.hpp"
 #include "ops/reduce.hpp"
 
 namespace kten::nn {
@@ -95,9 +97,12 @@ Tensor HuberLoss::operator()(const Tensor& prediction, const Tensor& target) con
 }
 
 namespace {
-// IndexError for a class outside [0, classes), read where the targets already are: on the host.
+// IndexError for a class outside [0, classes), read where the targets already are: on the host
+// (no host wait is counted: on a GPU the same step reads nothing).
 void check_classes_on_host(const Tensor& target, std::int64_t classes) {
-  for (const std::int64_t c : target.to_vector<std::int64_t>())
+  std::vector<std::int64_t> targets(static_cast<std::size_t>(target.numel()));
+  detail::read_cpu_values(target, targets.data(), DType::int64);
+  for (const std::int64_t c : targets)
     if (c < 0 || c >= classes)
       detail::fail<IndexError>("CrossEntropyLoss", "target class ", c, " is out of range for ", classes,
                                " classes; targets must lie in [0, ", classes, ")");

@@ -10,6 +10,7 @@
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
 #include "elementwise.hpp"
+#include "registry.hpp"
 
 namespace kten {
 namespace detail {
@@ -120,3 +121,28 @@ Tensor where(const Tensor& cond, double a, const Tensor& b) {
 }
 
 }  // namespace kten
+
+namespace kten::ops {
+
+// The registry's rows of this family (registry.hpp). Comparisons are not differentiable.
+std::vector<OpDef> compare_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+#define KTEN_COMPARISON_OPS(name)                                                                          \
+  {#name, #name "(Tensor,Tensor)", 2, {Domain::real}, DTypes::any, false, [](X x, A) { return name(x[0], x[1]); }}, \
+  {#name "_scalar", #name "(Tensor,double)", 1, {Domain::real}, DTypes::any, false,                          \
+   [](X x, A a) { return name(x[0], a.reals.at(0)); }}
+  return {
+      KTEN_COMPARISON_OPS(eq), KTEN_COMPARISON_OPS(ne), KTEN_COMPARISON_OPS(lt),
+      KTEN_COMPARISON_OPS(le), KTEN_COMPARISON_OPS(gt), KTEN_COMPARISON_OPS(ge),
+      // the condition is the first input, a boolean tensor
+      {"where", "where(Tensor,Tensor,Tensor)", 3, {Domain::real}, DTypes::any, true, [](X x, A) { return where(x[0], x[1], x[2]); }},
+      {"where_scalar_b", "where(Tensor,Tensor,double)", 2, {Domain::real}, DTypes::any, true,
+       [](X x, A a) { return where(x[0], x[1], a.reals.at(0)); }},
+      {"where_scalar_a", "where(Tensor,double,Tensor)", 2, {Domain::real}, DTypes::any, true,
+       [](X x, A a) { return where(x[0], a.reals.at(0), x[1]); }},
+  };
+#undef KTEN_COMPARISON_OPS
+}
+
+}  // namespace kten::ops

@@ -10,6 +10,7 @@
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
 #include "elementwise.hpp"
+#include "registry.hpp"
 
 namespace kten {
 namespace detail {
@@ -345,3 +346,55 @@ Tensor Tensor::astype(DType dtype) const {
 }
 
 }  // namespace kten
+
+namespace kten::ops {
+
+// The registry's rows of this family (registry.hpp): each public operation above, once.
+std::vector<OpDef> elementwise_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  const Domain real = Domain::real, positive = Domain::positive, nonzero = Domain::nonzero;
+  return {
+      {"add", "operator+(Tensor,Tensor)", 2, {real}, DTypes::floating, true, [](X x, A) { return x[0] + x[1]; }},
+      {"sub", "operator-(Tensor,Tensor)", 2, {real}, DTypes::floating, true, [](X x, A) { return x[0] - x[1]; }},
+      {"mul", "operator*(Tensor,Tensor)", 2, {real}, DTypes::floating, true, [](X x, A) { return x[0] * x[1]; }},
+      {"div", "operator/(Tensor,Tensor)", 2, {real, nonzero}, DTypes::floating, true, [](X x, A) { return x[0] / x[1]; }},
+      {"add_scalar", "operator+(Tensor,double)", 1, {real}, DTypes::floating, true, [](X x, A a) { return x[0] + a.reals.at(0); }},
+      {"radd_scalar", "operator+(double,Tensor)", 1, {real}, DTypes::floating, true, [](X x, A a) { return a.reals.at(0) + x[0]; }},
+      {"sub_scalar", "operator-(Tensor,double)", 1, {real}, DTypes::floating, true, [](X x, A a) { return x[0] - a.reals.at(0); }},
+      {"rsub_scalar", "operator-(double,Tensor)", 1, {real}, DTypes::floating, true, [](X x, A a) { return a.reals.at(0) - x[0]; }},
+      {"mul_scalar", "operator*(Tensor,double)", 1, {real}, DTypes::floating, true, [](X x, A a) { return x[0] * a.reals.at(0); }},
+      {"rmul_scalar", "operator*(double,Tensor)", 1, {real}, DTypes::floating, true, [](X x, A a) { return a.reals.at(0) * x[0]; }},
+      {"div_scalar", "operator/(Tensor,double)", 1, {real}, DTypes::floating, true, [](X x, A a) { return x[0] / a.reals.at(0); }},
+      {"rdiv_scalar", "operator/(double,Tensor)", 1, {nonzero}, DTypes::floating, true, [](X x, A a) { return a.reals.at(0) / x[0]; }},
+      {"negate", "operator-(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return -x[0]; }},
+      {"fma", "fma(Tensor,Tensor,Tensor)", 3, {real}, DTypes::floating, true, [](X x, A) { return fma(x[0], x[1], x[2]); }},
+      {"exp", "exp(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return exp(x[0]); }},
+      {"log", "log(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return log(x[0]); }},
+      {"sqrt", "sqrt(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return sqrt(x[0]); }},
+      {"abs", "abs(Tensor)", 1, {nonzero}, DTypes::floating, true, [](X x, A) { return abs(x[0]); }},
+      {"neg", "neg(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return neg(x[0]); }},
+      {"relu", "relu(Tensor)", 1, {nonzero}, DTypes::floating, true, [](X x, A) { return relu(x[0]); }},
+      {"sigmoid", "sigmoid(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return sigmoid(x[0]); }},
+      {"tanh", "tanh(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return tanh(x[0]); }},
+      {"sin", "sin(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return sin(x[0]); }},
+      {"cos", "cos(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return cos(x[0]); }},
+      {"log1p", "log1p(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return log1p(x[0]); }},
+      {"expm1", "expm1(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return expm1(x[0]); }},
+      {"erf", "erf(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return erf(x[0]); }},
+      {"gelu", "gelu(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return gelu(x[0]); }},
+      {"silu", "silu(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return silu(x[0]); }},
+      // reals: beta, threshold (PyTorch's 1 and 20 when not given)
+      {"softplus", "softplus(Tensor,double,double)", 1, {real}, DTypes::floating, true,
+       [](X x, A a) { return softplus(x[0], a.reals.size() > 0 ? a.reals[0] : 1.0, a.reals.size() > 1 ? a.reals[1] : 20.0); }},
+      {"pow_scalar", "pow(Tensor,double)", 1, {positive}, DTypes::floating, true, [](X x, A a) { return pow(x[0], a.reals.at(0)); }},
+      {"pow", "pow(Tensor,Tensor)", 2, {positive, real}, DTypes::floating, true, [](X x, A) { return pow(x[0], x[1]); }},
+      {"maximum", "maximum(Tensor,Tensor)", 2, {Domain::distinct}, DTypes::floating, true, [](X x, A) { return maximum(x[0], x[1]); }},
+      {"minimum", "minimum(Tensor,Tensor)", 2, {Domain::distinct}, DTypes::floating, true, [](X x, A) { return minimum(x[0], x[1]); }},
+      {"clamp", "clamp(Tensor,double,double)", 1, {Domain::distinct}, DTypes::floating, true,
+       [](X x, A a) { return clamp(x[0], a.reals.at(0), a.reals.at(1)); }},
+      {"Tensor::astype", "Tensor::astype(DType)", 1, {real}, DTypes::any, true, [](X x, A a) { return x[0].astype(a.dtype); }},
+  };
+}
+
+}  // namespace kten::ops

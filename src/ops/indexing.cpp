@@ -12,6 +12,7 @@
 #include "dispatch/dispatch.hpp"
 #include "elementwise.hpp"
 #include "indexing.hpp"
+#include "registry.hpp"
 #include "core/runtime_internal.hpp"
 
 namespace kten {
@@ -275,3 +276,22 @@ Tensor gather(const Tensor& x, int axis, const Tensor& index) {
 }
 
 }  // namespace kten
+
+namespace kten::ops {
+
+// The registry's rows of this family (registry.hpp). Index tensors (int64) are the second input.
+std::vector<OpDef> indexing_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  return {
+      {"argmax_axis", "argmax(Tensor,int,bool)", 1, {Domain::distinct}, DTypes::floating, false,
+       [](X x, A a) { return argmax(x[0], axis_of(a), a.keepdim); }},
+      {"argmax", "argmax(Tensor)", 1, {Domain::distinct}, DTypes::floating, false, [](X x, A) { return argmax(x[0]); }},
+      {"index_select", "index_select(Tensor,int,Tensor)", 2, {Domain::real}, DTypes::any, true,
+       [](X x, A a) { return index_select(x[0], axis_of(a), x[1]); }},
+      {"gather", "gather(Tensor,int,Tensor)", 2, {Domain::real}, DTypes::any, true,
+       [](X x, A a) { return gather(x[0], axis_of(a), x[1]); }},
+  };
+}
+
+}  // namespace kten::ops

@@ -10,6 +10,7 @@
 #include "dispatch/dispatch.hpp"
 #include "gemm_kernel.hpp"
 #include "linalg.hpp"
+#include "registry.hpp"
 
 namespace kten {
 namespace detail {
@@ -172,3 +173,17 @@ Tensor transpose(const Tensor& x) {
 }
 
 }  // namespace kten
+
+namespace kten::ops {
+
+// The registry's rows of this family (registry.hpp).
+std::vector<OpDef> linalg_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  return {
+      {"matmul", "matmul(Tensor,Tensor)", 2, {Domain::real}, DTypes::floating, true, [](X x, A) { return matmul(x[0], x[1]); }},
+      {"transpose", "transpose(Tensor)", 1, {Domain::real}, DTypes::any, true, [](X x, A) { return transpose(x[0]); }},
+  };
+}
+
+}  // namespace kten::ops

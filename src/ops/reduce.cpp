@@ -16,6 +16,7 @@
 #include "dispatch/dispatch.hpp"
 #include "reduce.hpp"
 #include "reductions.hpp"
+#include "registry.hpp"
 #include "rows.hpp"
 
 namespace kten {
@@ -409,3 +410,23 @@ KTEN_REDUCTION_FORMS(var, SquaredDeviationReduction)
 #undef KTEN_REDUCTION_FORMS
 
 }  // namespace kten
+
+namespace kten::ops {
+
+// The registry's rows of this family (registry.hpp): each reduction's three forms.
+std::vector<OpDef> reduce_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+#define KTEN_REDUCTION_OPS(name, domain)                                                                   \
+  {#name, #name "(Tensor)", 1, {domain}, DTypes::floating, true, [](X x, A) { return name(x[0]); }},         \
+  {#name "_axis", #name "(Tensor,int)", 1, {domain}, DTypes::floating, true,                                 \
+   [](X x, A a) { return name(x[0], axis_of(a)); }},                                                        \
+  {#name "_axes", #name "(Tensor,vector<int>,bool)", 1, {domain}, DTypes::floating, true,                    \
+   [](X x, A a) { return name(x[0], axes_of(a), a.keepdim); }}
+  return {KTEN_REDUCTION_OPS(sum, Domain::real),      KTEN_REDUCTION_OPS(mean, Domain::real),
+          KTEN_REDUCTION_OPS(max, Domain::distinct),  KTEN_REDUCTION_OPS(min, Domain::distinct),
+          KTEN_REDUCTION_OPS(norm, Domain::real),     KTEN_REDUCTION_OPS(var, Domain::real)};
+#undef KTEN_REDUCTION_OPS
+}
+
+}  // namespace kten::ops

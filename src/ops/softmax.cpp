@@ -11,6 +11,7 @@
 #include "elementwise.hpp"
 #include "reduce.hpp"
 #include "rows.hpp"
+#include "registry.hpp"
 
 namespace kten {
 namespace detail {
@@ -196,3 +197,20 @@ Tensor logsumexp(const Tensor& x_in, int axis, bool keepdim) {
 }
 
 }  // namespace kten
+
+namespace kten::ops {
+
+// The registry's rows of this family (registry.hpp).
+std::vector<OpDef> softmax_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  return {
+      {"softmax", "softmax(Tensor,int)", 1, {Domain::real}, DTypes::floating, true, [](X x, A a) { return softmax(x[0], axis_of(a)); }},
+      {"log_softmax", "log_softmax(Tensor,int)", 1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) { return log_softmax(x[0], axis_of(a)); }},
+      {"logsumexp", "logsumexp(Tensor,int,bool)", 1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) { return logsumexp(x[0], axis_of(a), a.keepdim); }},
+  };
+}
+
+}  // namespace kten::ops

@@ -20,7 +20,14 @@ Trainer::Trainer(int max_epochs, int num_gpus)
   if (max_epochs < 0) detail::fail("Trainer", "max_epochs must be >= 0");
 }
 
+// A host batch goes to the training device (d2l's Trainer moves batches to its GPU); a batch on
+// a GPU stays where it is: copying it to another device every step would be an implicit transfer.
 data::Batch Trainer::prepare_batch(const data::Batch& batch) const {
+  for (const Tensor* t : {&batch.X, &batch.y})
+    if (t->defined() && t->device().is_gpu() && t->device() != device_)
+      detail::fail<DeviceMismatch>("Trainer", "a batch is on ", t->device(), " and the Trainer trains on ", device_,
+                                   "; kten copies a GPU's batches nowhere implicitly. Train there (Trainer(epochs, "
+                                   "/*num_gpus=*/1)) or keep the data set on cpu()");
   return {batch.X.to(device_), batch.y.to(device_)};
 }
 

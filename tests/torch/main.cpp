@@ -1,92 +1,71 @@
-// kten-torch-harness: every row of ops_table.cpp and layers_table.cpp against PyTorch on the device
-// under test (CTest's KTEN_TEST_RUN, as for the Catch2 suite), or the self-test of planted faults.
-//
-//   kten-torch-harness [--self-test] [--row SUBSTRING] [--seed N] [--cases K] [--list] [--verbose]
-//
-// --row runs the rows whose name contains SUBSTRING; --seed changes the base seed (every case's seed
-// derives from it and the row's name, so a failure reproduces with --row and the seed it prints);
-// --cases K multiplies the number of cases per pass.
-#include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
-#include <string>
-
+// kten-torch-harness: every row of the op and layer tables (tests/ops) against PyTorch on the
+// device under test (CTest's KTEN_TEST_RUN, as for the Catch2 suite), or the self-test of planted
+// faults; options as kten-op-tests' (tests/ops/cli.cpp).
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
-#include "../test_run.hpp"
-#include "harness.hpp"
+#include "../ops/cli.hpp"
+#include "../ops/engine.hpp"
 
+namespace kten::harness {
 namespace {
 
-constexpr std::uint64_t kDefaultSeed = 20240517;
-
-int usage(const char* argv0) {
-  std::cerr << "usage: " << argv0 << " [--self-test] [--row SUBSTRING] [--seed N] [--cases K] [--list] [--verbose]\n";
-  return 2;
+at::ScalarType torch_dtype(DType d) {
+  switch (d) {
+    case DType::float32: return at::kFloat;
+    case DType::float64: return at::kDouble;
+    case DType::int64: return at::kLong;
+    case DType::boolean: return at::kBool;
+  }
+  return at::kDouble;
 }
+
+/// The reference: the row's ATen side, in the case's dtype (float64 where the row asks).
+struct TorchReference {
+  using Tensor = at::Tensor;
+  using Args = TorchArgs;
+  static Tensor from(const std::vector<double>& v, const Shape& shape, DType dtype) {
+    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(at::kDouble));
+    std::copy(v.begin(), v.end(), t.data_ptr<double>());
+    return t.to(torch_dtype(dtype));
+  }
+  static Tensor leaf(const Tensor& t) { return t.detach().requires_grad_(true); }
+  static Tensor call(const Row& row, const Args& x) { return row.torch(x); }
+  static std::vector<double> values(const Tensor& t) {
+    const at::Tensor d = t.detach().to(at::kDouble).contiguous();
+    return {d.data_ptr<double>(), d.data_ptr<double>() + d.numel()};
+  }
+  static Shape shape(const Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
+  static DType dtype(const Tensor& t) {
+    switch (t.scalar_type()) {
+      case at::kFloat: return DType::float32;
+      case at::kLong: return DType::int64;
+      case at::kBool: return DType::boolean;
+      default: return DType::float64;
+    }
+  }
+  static Tensor cast(const Tensor& t, DType dtype) { return t.to(torch_dtype(dtype)); }
+  static Tensor detach(const Tensor& t) { return t.detach(); }
+  static void backward(const Tensor& out, const Tensor& w) { (out * w).sum().backward(); }
+  static Tensor grad(const Tensor& t) { return t.grad(); }
+  static Tensor abs(const Tensor& t) { return t.detach().abs(); }
+  static Tensor expand_leaf(const Tensor& t, const Shape& shape) {
+    return t.detach().expand(shape).contiguous().requires_grad_(true);
+  }
+  static Tensor sum_to(const Tensor& g, const Shape& shape) { return at::sum_to(g, shape); }
+  static Tensor zeros_like(const Tensor& t) { return at::zeros_like(t); }
+  static DType reference_dtype(const Row& row, DType dtype) { return row.torch64 ? DType::float64 : dtype; }
+};
 
 }  // namespace
 
+Summary run_rows(const std::vector<Row>& rows, const Config& config, std::ostream& out) {
+  return engine::run_rows_with<TorchReference>(rows, config, out);
+}
+
+}  // namespace kten::harness
+
 int main(int argc, char* argv[]) {
-  namespace th = kten::torch_harness;
-  kten::test::configure_run();
-  kten::ScopeGuard guard(argc, argv);
   at::set_num_threads(1);  // kten's kernels have the cores; PyTorch is the slow, simple reference
-
-  th::Config config;
-  config.seed = kDefaultSeed;
-  bool self_test = false, list = false;
-  std::string only;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--self-test") self_test = true;
-    else if (arg == "--list") list = true;
-    else if (arg == "--verbose") config.verbose = true;
-    else if (arg == "--row" && has_value) only = argv[++i];
-    else if (arg == "--seed" && has_value) config.seed = std::strtoull(argv[++i], nullptr, 10);
-    else if (arg == "--cases" && has_value) {
-      const int k = std::atoi(argv[++i]);
-      if (k < 1) return usage(argv[0]);
-      for (int* n : {&config.random_cases, &config.strided_cases, &config.large_cases, &config.empty_cases, &config.special_cases, &config.fd_cases}) *n *= k;
-    } else return usage(argv[0]);
-  }
-  const char* device = std::getenv("KTEN_TEST_DEVICE");
-  config.device = device && std::string(device) == "gpu" ? kten::gpu(0) : kten::cpu();
-  kten::require_available(config.device);
-  std::cout << "kten-torch-harness: kten against PyTorch " << TORCH_VERSION << " on " << config.device.str()
-            << (kten::gpus_are_emulated() && config.device.is_gpu() ? " (emulated)" : "") << ", base seed " << config.seed
-            << "\n";
-
-  if (self_test) return th::run_self_test(config, std::cout);
-
-  std::vector<th::Row> rows;
-  for (std::vector<th::Row> table : {th::op_table(), th::layer_table()})
-    for (th::Row& row : table)
-      if (only.empty() || row.name.find(only) != std::string::npos) rows.push_back(std::move(row));
-  if (list) {
-    for (const th::Row& row : rows)
-      std::cout << row.name << " (arity " << row.shapes.arity << (row.differentiable ? "" : ", values only")
-                << (row.fd ? "" : ", no finite differences") << ")\n";
-    return 0;
-  }
-  if (rows.empty()) {
-    std::cerr << "kten-torch-harness: no row matches '" << only << "'\n";
-    return 2;
-  }
-
-  const auto start = std::chrono::steady_clock::now();
-  const th::Summary s = th::run_rows(rows, config, std::cout);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "kten-torch-harness: " << s.rows << " rows, " << s.cases << " cases on " << config.device.str() << ": "
-            << s.value_checks << " value comparisons, " << s.gradient_checks << " gradient comparisons, " << s.fd_points
-            << " finite-difference points, " << s.refused << " cases refused by both; " << s.failures.size()
-            << " failures, " << seconds << " s\n";
-  for (const th::Row& row : rows) {
-    if (!row.special_grad) std::cout << "  " << row.name << ": gradients at NaN/inf not compared (" << row.special_grad_note << ")\n";
-    if (!row.infinities) std::cout << "  " << row.name << ": NaN planted, no infinities (" << row.infinities_note << ")\n";
-  }
-  return s.failures.empty() ? 0 : 1;
+  return kten::harness::run_main(argc, argv, "kten-torch-harness", std::string("PyTorch ") + TORCH_VERSION);
 }

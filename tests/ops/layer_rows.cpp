@@ -1,5 +1,6 @@
-// kten's layers and losses against PyTorch: one row each, run by the same engine as the ops (values,
-// gradients of every input, strided, empty, NaN/inf and large cases, finite differences). A layer's
+// kten's layers and losses against the reference (kten on cpu() in float64, or PyTorch): one row
+// each, run by the same engine as the ops (values, gradients of every input, strided, empty,
+// NaN/inf and large cases, finite differences). A layer's
 // parameters are inputs of its row, copied into both sides: the kten layer's parameter slots take
 // the harness's tensors, and PyTorch's functional form of torch::nn's module (at::layer_norm,
 // at::linear, at::huber_loss, ...: what the module's forward calls) takes the same values.
@@ -7,7 +8,7 @@
 
 #include "harness.hpp"
 
-namespace kten::torch_harness {
+namespace kten::harness {
 namespace {
 
 // `layer` on x[0]'s device with its parameters replaced by x[1], x[2], ... (named_parameters()
@@ -66,9 +67,11 @@ std::vector<std::int64_t> classes_for(std::int64_t rows, std::int64_t c) {
 kten::Tensor kten_classes(const kten::Tensor& scores) {
   return kten::tensor(classes_for(scores.size(0), scores.size(1)), scores.device());
 }
+#ifdef KTEN_HARNESS_TORCH
 at::Tensor torch_classes(const at::Tensor& scores) {
   return at::tensor(classes_for(scores.size(0), scores.size(1)), at::kLong);
 }
+#endif
 
 // A row holding an infinity has an infinite or NaN mean, so (x - mean) / std is NaN throughout;
 // PyTorch's fused x * scale + shift gives some elements +-inf instead, depending on the order of
@@ -84,9 +87,6 @@ constexpr double kLayerNormAtol32 = 5e-5;
 const char* const kLayerNormAtInf = "a row holding an infinity normalises to NaN in kten; PyTorch's fused formula leaves some elements infinite";
 
 }  // namespace
-
-#define KTEN(expr) [](const KtenArgs& x) -> kten::Tensor { return (expr); }
-#define TORCH(expr) [](const TorchArgs& x) -> at::Tensor { return (expr); }
 
 std::vector<Row> layer_table() {
   const Domain nonzero = Domain::nonzero;
@@ -131,4 +131,4 @@ std::vector<Row> layer_table() {
   };
 }
 
-}  // namespace kten::torch_harness
+}  // namespace kten::harness

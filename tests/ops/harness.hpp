@@ -1,9 +1,11 @@
 #pragma once
-// kten against PyTorch (libtorch, in process): the differential harness behind the CTest label
-// `torch`. A Row is one operation, written twice (a kten lambda and an ATen lambda over vectors of
-// tensors); the engine draws inputs (random shapes with broadcasting, empty tensors, strided views,
-// NaN and infinities), runs both, compares values and the gradients of sum(out * w), and checks
-// kten's gradients against central finite differences in float64. ops_table.cpp holds the rows.
+// The op-by-op harness (ggml's test-backend-ops is the model): every row of the op table (one per
+// registered op and form, src/ops/registry.hpp) and of the layer table runs on the device under
+// test, in float32 and float64, on random, strided, large, empty and NaN/inf inputs, against a
+// reference, and its gradients against the reference's and against central finite differences in
+// float64. Two references, one engine (engine.hpp): kten itself on cpu() in float64 (kten-op-tests,
+// every build, GPU builds included) and PyTorch (kten-torch-harness, where libtorch is found; a
+// row's TORCH lambda is compiled only there, KTEN_HARNESS_TORCH).
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -11,17 +13,36 @@
 #include <string>
 #include <vector>
 
+#ifdef KTEN_HARNESS_TORCH
 #include <ATen/ATen.h>
+#endif
 
 #include <kten/kten.hpp>
 
-namespace kten::torch_harness {
+#include "ops/registry.hpp"
+
+namespace kten::harness {
 
 using KtenArgs = std::vector<kten::Tensor>;
-using TorchArgs = std::vector<at::Tensor>;
 using KtenFn = std::function<kten::Tensor(const KtenArgs&)>;
+#ifdef KTEN_HARNESS_TORCH
+using TorchArgs = std::vector<at::Tensor>;
 using TorchFn = std::function<at::Tensor(const TorchArgs&)>;
+#else
+/// Without libtorch a row's PyTorch side is not compiled (TORCH(expr) is nullptr).
+struct TorchFn {
+  TorchFn(std::nullptr_t) {}
+};
+#endif
 using Rng = std::mt19937_64;
+
+// A row's two sides, x being the vector of inputs; TORCH(expr) is compiled only with libtorch.
+#define KTEN(expr) [](const ::kten::harness::KtenArgs& x) -> ::kten::Tensor { return (expr); }
+#ifdef KTEN_HARNESS_TORCH
+#define TORCH(expr) [](const ::kten::harness::TorchArgs& x) -> ::at::Tensor { return (expr); }
+#else
+#define TORCH(expr) nullptr
+#endif
 
 /// Where an input's values come from. The finite-difference check stays away from kinks by domain:
 /// a step of 1e-6 never crosses 0 from `nonzero` or `positive` values, nor a neighbour in `distinct`.
@@ -80,6 +101,8 @@ struct Row {
   ShapeGen shapes;  // its arity is the row's
   KtenFn kten;
   TorchFn torch;
+  std::string op;  // the registered op this row covers (registry.hpp); "" for composites and layers
+  KtenFn kten_reference;  // what the kten reference (cpu() float64) runs, when not `kten` itself
   std::vector<Domain> domains{Domain::normal};  // one per input, or one for all
   bool differentiable = true;  // gradients compared with PyTorch's
   bool fd = true;              // kten's gradients against finite differences (float64)
@@ -100,6 +123,10 @@ struct Row {
   Tolerance f32{1e-5, 1e-6};
   Tolerance f64{1e-10, 1e-12};
 
+  /// Counts as a row of the registered op `name` (a row whose kten side builds its own inputs).
+  Row covers(std::string registered) && { op = std::move(registered); return std::move(*this); }
+  /// The kten reference runs `f` instead of the row's kten side (the self-test's planted faults).
+  Row reference(KtenFn f) && { kten_reference = std::move(f); return std::move(*this); }
   /// The domain of every input.
   Row on(Domain d) && { domains = {d}; return std::move(*this); }
   /// One domain per input.
@@ -137,14 +164,29 @@ struct Row {
   Row tol64(double rtol, double atol) && { f64 = {rtol, atol}; return std::move(*this); }
 };
 
-/// The table of every kten operation (ops_table.cpp).
+/// A row of the registered op `op`: its registry forward with `attrs` on the inputs, the
+/// registry's domains, a values-only row when the op is not differentiable; `label` names the
+/// form ("pow(x, 2.5)"; the op's name when empty).
+Row registered(const std::string& op, std::string label, ShapeGen shapes, ops::OpAttrs attrs, TorchFn torch);
+
+/// The table of every kten operation (op_rows.cpp): at least one row per registered op.
 std::vector<Row> op_table();
-/// The table of kten's layers and losses (layers_table.cpp).
+/// The table of kten's layers and losses (layer_rows.cpp).
 std::vector<Row> layer_table();
+
+/// What the coverage check found missing: public declarations (normalised as OpDef::api) of
+/// `headers` (the text of ops.hpp and tensor.hpp) that no registered op is, and registered ops
+/// that no row of `rows` covers. Empty when everything has its row.
+std::vector<std::string> missing_rows(const std::string& headers, const std::vector<ops::OpDef>& registered,
+                                      const std::vector<Row>& rows);
+/// The public declarations of `headers` in OpDef::api's form: "pow(Tensor,double)",
+/// "Tensor::reshape(Shape)".
+std::vector<std::string> public_ops(const std::string& headers);
 
 /// How many cases of each pass a row gets per dtype.
 struct Config {
   kten::Device device = kten::cpu();
+  std::string reference = "PyTorch";  // the reference's name in messages
   std::uint64_t seed = 0;
   int random_cases = 10;  // contiguous inputs
   int strided_cases = 6;  // every input a view: transposed, narrowed or expanded
@@ -181,4 +223,4 @@ Summary run_rows(const std::vector<Row>& rows, const Config& config, std::ostrea
 /// The planted faults (self_test.cpp): returns 0 when the harness reports each of them.
 int run_self_test(const Config& config, std::ostream& out);
 
-}  // namespace kten::torch_harness
+}  // namespace kten::harness

@@ -1,12 +1,13 @@
 // The harness must be able to fail: rows with planted faults, each of which has to be reported by
 // the checks that can see it (and only by those), next to an honest control row that must pass.
+// Each row's honest side is written for both references: TORCH for PyTorch, .reference() for kten.
 #include <limits>
 #include <ostream>
 #include <set>
 
 #include "harness.hpp"
 
-namespace kten::torch_harness {
+namespace kten::harness {
 namespace {
 
 struct Planted {
@@ -18,32 +19,31 @@ struct Planted {
 };
 
 std::vector<Planted> planted() {
-  const double inf = std::numeric_limits<double>::infinity();
   return {
-      {Row("control: exp", broadcast(1), [](const KtenArgs& x) { return kten::exp(x[0]); },
-           [](const TorchArgs& x) { return at::exp(x[0]); }),
+      {Row("control: exp", broadcast(1), KTEN(kten::exp(x[0])), TORCH(at::exp(x[0]))),
        {},
        {"forward", "grad[0]", "fd[0]"},
        {},
        false},
       // A wrong value: 0.1% too large (and so is its gradient, consistently: finite differences agree).
-      {Row("planted wrong value: exp(x) * 1.001", broadcast(1), [](const KtenArgs& x) { return kten::exp(x[0]) * 1.001; },
-           [](const TorchArgs& x) { return at::exp(x[0]); }),
+      {Row("planted wrong value: exp(x) * 1.001", broadcast(1), KTEN(kten::exp(x[0]) * 1.001), TORCH(at::exp(x[0])))
+           .reference(KTEN(kten::exp(x[0]))),
        {"forward"},
        {"fd[0]"},
        {},
        false},
       // The right value with a wrong gradient: exp(x) + (x/2 - x/2), differentiated as 1/2.
       {Row("planted wrong gradient: exp(x) with gradient 1/2", broadcast(1),
-           [](const KtenArgs& x) { return kten::exp(x[0]).detach() + (x[0] * 0.5 - (x[0] * 0.5).detach()); },
-           [](const TorchArgs& x) { return at::exp(x[0]); }),
+           KTEN(kten::exp(x[0]).detach() + (x[0] * 0.5 - (x[0] * 0.5).detach())), TORCH(at::exp(x[0])))
+           .reference(KTEN(kten::exp(x[0]))),
        {"grad[0]", "fd[0]"},
        {"forward"},
        {"random", "strided", "fd"},  // at inf, x/2 - x/2 is NaN: the NaN/inf pass sees a wrong value too
        false},
       // A NaN where the other side has a number: only the NaN/inf pass can see it.
-      {Row("planted NaN mismatch: NaN replaced by 0", broadcast(1), [](const KtenArgs& x) { return kten::exp(x[0]); },
-           [inf](const TorchArgs& x) { return at::nan_to_num(at::exp(x[0]), 0.0, inf, -inf); })
+      {Row("planted NaN mismatch: NaN replaced by 0", broadcast(1), KTEN(kten::exp(x[0])),
+           TORCH(at::nan_to_num(at::exp(x[0]), 0.0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity())))
+           .reference(KTEN(kten::where(kten::ne(x[0], x[0]), 0.0, kten::exp(x[0]))))
            .no_special_grad("the planted fault is in the values"),
        {"forward"},
        {},
@@ -90,4 +90,4 @@ int run_self_test(const Config& config, std::ostream& out) {
   return wrong == 0 ? 0 : 1;
 }
 
-}  // namespace kten::torch_harness
+}  // namespace kten::harness
