@@ -9,6 +9,7 @@
 // the check reports a planted op without a row.
 #include "cli.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -73,18 +74,21 @@ int coverage(const std::string& program, bool verbose) {
 }  // namespace
 
 int run_main(int argc, char* argv[], const std::string& program, const std::string& reference) {
+  // The coverage check reads headers and the registry, and needs no device: it runs before kten
+  // starts, so a GPU build checks it on a machine without a GPU too.
+  const auto given = [&](const char* option) { return std::find(argv + 1, argv + argc, std::string(option)) != argv + argc; };
+  if (given("--coverage")) return coverage(program, given("--verbose"));
   kten::test::configure_run();
   kten::ScopeGuard guard(argc, argv);
   Config config;
   config.seed = kDefaultSeed;
   config.reference = reference;
-  bool self_test = false, list = false, check_coverage = false;
+  bool self_test = false, list = false;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
     if (arg == "--self-test") self_test = true;
-    else if (arg == "--coverage") check_coverage = true;
     else if (arg == "--list") list = true;
     else if (arg == "--verbose") config.verbose = true;
     else if (arg == "--row" && has_value) only = argv[++i];
@@ -95,7 +99,6 @@ int run_main(int argc, char* argv[], const std::string& program, const std::stri
       for (int* n : {&config.random_cases, &config.strided_cases, &config.large_cases, &config.empty_cases, &config.special_cases, &config.fd_cases}) *n *= k;
     } else return usage(argv[0]);
   }
-  if (check_coverage) return coverage(program, config.verbose);
   const char* device = std::getenv("KTEN_TEST_DEVICE");
   config.device = device && std::string(device) == "gpu" ? kten::gpu(0) : kten::cpu();
   kten::require_available(config.device);
