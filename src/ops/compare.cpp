@@ -2,6 +2,11 @@
 // Elementwise and bandwidth-bound like the arithmetic: comparisons are the broadcasting binary
 // kernels of elementwise.hpp with a bool result, for every dtype. NaN follows IEEE: it compares
 // false, except ne (true). Not differentiable.
+//
+// The six comparisons share one functor that takes the comparison as a run-time value: one kernel
+// per dtype, backend and operand layout instead of six. The branch is the same for every thread
+// (uniform, so free on a GPU; hoisted out of the loop on a CPU) and the kernel is bound by memory,
+// not by the compare; six functors made this the build's second-slowest file (823 s of nvcc).
 #include <cmath>
 
 #include <kten/ops.hpp>
@@ -15,18 +20,30 @@
 namespace kten {
 namespace detail {
 
-struct Eq { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a == b; } };
-struct Ne { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a != b; } };
-struct Lt { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a < b; } };
-struct Le { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a <= b; } };
-struct Gt { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a > b; } };
-struct Ge { template <class T> KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const { return a >= b; } };
+enum class Comparison { eq, ne, lt, le, gt, ge };
+
+/// \brief a `op` b for the comparison chosen at run time (IEEE: NaN compares false except by ne).
+struct Compare {
+  Comparison op;
+  template <class T>
+  KOKKOS_INLINE_FUNCTION bool operator()(T a, T b) const {
+    switch (op) {
+      case Comparison::eq: return a == b;
+      case Comparison::ne: return a != b;
+      case Comparison::lt: return a < b;
+      case Comparison::le: return a <= b;
+      case Comparison::gt: return a > b;
+      default: return a >= b;
+    }
+  }
+};
 
 /// \brief op(x, s) for a scalar s already of x's element type.
-template <class T, class Op>
+template <class T>
 struct CompareScalar {
   T s;
-  KOKKOS_INLINE_FUNCTION bool operator()(T x) const { return Op{}(x, s); }
+  Compare compare;
+  KOKKOS_INLINE_FUNCTION bool operator()(T x) const { return compare(x, s); }
 };
 
 /// \brief out[i] = cond[ic] ? a[ia] : b[ib], each operand read through its own (broadcast) strides.
@@ -48,15 +65,13 @@ struct WhereKernel {
 
 constexpr const char* where_label = "kten::where";
 
-template <class Op>
-Tensor compare(const char* label, const Tensor& a, const Tensor& b) {
-  return elementwise_binary<bool, Accepts::any>(label, a, b, Op{});
+Tensor compare(const char* label, Comparison op, const Tensor& a, const Tensor& b) {
+  return elementwise_binary<bool, Accepts::any>(label, a, b, Compare{op});
 }
 
 // The scalar becomes an element of x's dtype; for int64 and boolean only when it is one exactly,
 // so lt(labels, 0.5) is refused rather than silently lt(labels, 0).
-template <class Op>
-Tensor compare(const char* label, const Tensor& x, double s) {
+Tensor compare(const char* label, Comparison op, const Tensor& x, double s) {
   check_defined(x, label);
   const bool exact = x.dtype() == DType::int64 ? s >= -0x1p63 && s < 0x1p63 && std::trunc(s) == s
                      : x.dtype() == DType::boolean ? s == 0 || s == 1
@@ -64,9 +79,9 @@ Tensor compare(const char* label, const Tensor& x, double s) {
   if (!exact)
     fail<DTypeError>(label, "compares a ", x.dtype(), " tensor with ", s, ", which is no ", x.dtype(), " value; compare with ",
                      x.dtype() == DType::int64 ? "an integer" : "0 or 1", ", or compare a float copy: x.astype(kten::float64)");
-  return elementwise_unary<bool, Accepts::any>(label, x, [s](auto zero) {
+  return elementwise_unary<bool, Accepts::any>(label, x, [s, op](auto zero) {
     using T = decltype(zero);
-    return CompareScalar<T, Op>{convert<T>(s)};
+    return CompareScalar<T>{convert<T>(s), Compare{op}};
   });
 }
 
@@ -74,18 +89,18 @@ Tensor compare(const char* label, const Tensor& x, double s) {
 
 using namespace detail;
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare<Eq>("kten::eq", a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare<Ne>("kten::ne", a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare<Lt>("kten::lt", a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare<Le>("kten::le", a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare<Gt>("kten::gt", a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare<Ge>("kten::ge", a, b); }
-Tensor eq(const Tensor& a, double s) { return compare<Eq>("kten::eq_scalar", a, s); }
-Tensor ne(const Tensor& a, double s) { return compare<Ne>("kten::ne_scalar", a, s); }
-Tensor lt(const Tensor& a, double s) { return compare<Lt>("kten::lt_scalar", a, s); }
-Tensor le(const Tensor& a, double s) { return compare<Le>("kten::le_scalar", a, s); }
-Tensor gt(const Tensor& a, double s) { return compare<Gt>("kten::gt_scalar", a, s); }
-Tensor ge(const Tensor& a, double s) { return compare<Ge>("kten::ge_scalar", a, s); }
+Tensor eq(const Tensor& a, const Tensor& b) { return compare("kten::eq", Comparison::eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare("kten::ne", Comparison::ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare("kten::lt", Comparison::lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare("kten::le", Comparison::le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare("kten::gt", Comparison::gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare("kten::ge", Comparison::ge, a, b); }
+Tensor eq(const Tensor& a, double s) { return compare("kten::eq_scalar", Comparison::eq, a, s); }
+Tensor ne(const Tensor& a, double s) { return compare("kten::ne_scalar", Comparison::ne, a, s); }
+Tensor lt(const Tensor& a, double s) { return compare("kten::lt_scalar", Comparison::lt, a, s); }
+Tensor le(const Tensor& a, double s) { return compare("kten::le_scalar", Comparison::le, a, s); }
+Tensor gt(const Tensor& a, double s) { return compare("kten::gt_scalar", Comparison::gt, a, s); }
+Tensor ge(const Tensor& a, double s) { return compare("kten::ge_scalar", Comparison::ge, a, s); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   constexpr const char* label = where_label;

@@ -1,5 +1,7 @@
-// Elementwise operations: fill, dtype conversion, unary maps, scalar maps, fma and broadcasting
-// binary operations. All are bandwidth-bound: each element is read and written once, index i goes
+// Elementwise operations: fill, dtype conversion, the arithmetic operators (with tensors and with
+// scalars) and fma, and the broadcasting machinery that unary_math.cpp, activations.cpp and
+// binary_math.cpp share (one file per family keeps each translation unit small enough to build
+// in parallel). All are bandwidth-bound: each element is read and written once, index i goes
 // to adjacent threads (coalesced on GPUs, contiguous and vectorisable on CPUs).
 #include <algorithm>
 #include <string>
@@ -205,130 +207,6 @@ Tensor fma(const Tensor& a_in, const Tensor& b_in, const Tensor& c_in) {
   return out;
 }
 
-namespace {
-// A unary operation whose gradient is a function of (its input x, its output y, the incoming g).
-template <class Op, class Gradient>
-Tensor differentiable_unary(const char* label, const Tensor& x, Gradient gradient, Op op = Op{}) {
-  Tensor y = unary(label, x, op);
-  if (recording(x))
-    record(label, y, {&x}, [x = saved(x), y = saved(y), gradient](const Tensor& g, const Needs&) {
-      return Grads{gradient(x, y, g)};
-    });
-  return y;
-}
-
-// grad(a, b) for two tensors of one shape (a unary operation's input or output, and its incoming
-// gradient), read as contiguous memory: only the plain indexed kernel is compiled. With the
-// strided walk of elementwise_binary around them, float64 erf and exp (gelu's gradient) needed
-// more registers than an AMD GPU gives each thread of a 1024-thread block, and spilled.
-template <class Grad>
-Tensor same_shape_gradient(const char* label, const Tensor& a_in, const Tensor& b_in, Grad grad) {
-  if (a_in.shape() != b_in.shape())
-    fail<ShapeError>(label, "the gradient has shape ", b_in.shape(), ", the operation's output ", a_in.shape());
-  const Tensor a = a_in.contiguous(), b = b_in.contiguous();
-  Tensor out = empty(a.shape(), a.device(), a.dtype());
-  launch(label, [&](const auto& backend, auto* x, auto* y, auto* o) {
-    using T = std::remove_pointer_t<decltype(x)>;
-    for_each_index(label, backend, out.numel(), BinaryKernel<T, Grad, T>{x, y, o, grad});
-  }, a, b, out);
-  return out;
-}
-
-// A unary operation whose gradient is one kernel grad(x, g), or grad(y, g) of its output y.
-enum class GradOf { input, output };
-template <GradOf of = GradOf::input, class Op, class Grad>
-Tensor unary_with_grad_kernel(const char* label, const char* grad_label, const Tensor& x, Op op, Grad grad) {
-  return differentiable_unary(label, x, [grad_label, grad](const Tensor& x, const Tensor& y, const Tensor& g) {
-    return same_shape_gradient(grad_label, of == GradOf::input ? x : y, g, grad);
-  }, op);
-}
-}  // namespace
-
-Tensor exp(const Tensor& x) {
-  return differentiable_unary<Exp>("kten::exp", x, [](const Tensor&, const Tensor& y, const Tensor& g) { return g * y; });
-}
-Tensor log(const Tensor& x) {
-  return differentiable_unary<Log>("kten::log", x, [](const Tensor& x, const Tensor&, const Tensor& g) { return g / x; });
-}
-Tensor sqrt(const Tensor& x) {
-  return differentiable_unary<Sqrt>("kten::sqrt", x, [](const Tensor&, const Tensor& y, const Tensor& g) { return g / (y * 2.0); });
-}
-Tensor abs(const Tensor& x) { return unary_with_grad_kernel("kten::abs", "kten::abs_grad", x, Abs{}, AbsGrad{}); }
-Tensor neg(const Tensor& x) {
-  return differentiable_unary<Neg>("kten::neg", x, [](const Tensor&, const Tensor&, const Tensor& g) { return -g; });
-}
-Tensor relu(const Tensor& x) {
-  return differentiable_unary<Relu>("kten::relu", x, [](const Tensor& x, const Tensor&, const Tensor& g) { return relu_grad(x, g); });
-}
-Tensor detail::relu_grad(const Tensor& x, const Tensor& grad) {
-  return elementwise_binary("kten::relu_grad", x, grad, ReluGrad{});
-}
-Tensor sigmoid(const Tensor& x) {
-  return unary_with_grad_kernel<GradOf::output>("kten::sigmoid", "kten::sigmoid_grad", x, Sigmoid{}, SigmoidGrad{});
-}
-Tensor tanh(const Tensor& x) {
-  return unary_with_grad_kernel<GradOf::output>("kten::tanh", "kten::tanh_grad", x, Tanh{}, TanhGrad{});
-}
-Tensor sin(const Tensor& x) { return unary_with_grad_kernel("kten::sin", "kten::sin_grad", x, Sin{}, SinGrad{}); }
-Tensor cos(const Tensor& x) { return unary_with_grad_kernel("kten::cos", "kten::cos_grad", x, Cos{}, CosGrad{}); }
-Tensor log1p(const Tensor& x) { return unary_with_grad_kernel("kten::log1p", "kten::log1p_grad", x, Log1p{}, Log1pGrad{}); }
-Tensor expm1(const Tensor& x) {
-  return unary_with_grad_kernel<GradOf::output>("kten::expm1", "kten::expm1_grad", x, Expm1{}, Expm1Grad{});
-}
-Tensor erf(const Tensor& x) { return unary_with_grad_kernel("kten::erf", "kten::erf_grad", x, Erf{}, ErfGrad{}); }
-Tensor gelu(const Tensor& x) { return unary_with_grad_kernel("kten::gelu", "kten::gelu_grad", x, Gelu{}, GeluGrad{}); }
-Tensor silu(const Tensor& x) { return unary_with_grad_kernel("kten::silu", "kten::silu_grad", x, Silu{}, SiluGrad{}); }
-Tensor softplus(const Tensor& x, double beta, double threshold) {
-  return unary_with_grad_kernel("kten::softplus", "kten::softplus_grad", x, Softplus{beta, threshold},
-                                SoftplusGrad{beta, threshold});
-}
-Tensor clamp(const Tensor& x, double lo, double hi) {
-  return unary_with_grad_kernel("kten::clamp", "kten::clamp_grad", x, Clamp{lo, hi}, ClampGrad{lo, hi});
-}
-Tensor pow(const Tensor& x, double exponent) {
-  const PowScalarGrad grad{PowScalar::of(exponent - 1), exponent};
-  return differentiable_unary("kten::pow_scalar", x, [grad](const Tensor& x, const Tensor&, const Tensor& g) {
-    if (grad.e == 0) return zeros(x.shape(), x.device(), x.dtype());  // PyTorch's, even where g is NaN or inf
-    return elementwise_binary("kten::pow_scalar_grad", x, g, grad);
-  }, PowScalar::of(exponent));
-}
-
-Tensor pow(const Tensor& a, const Tensor& b) {
-  constexpr const char* label = "kten::pow";
-  Tensor out = elementwise_binary(label, a, b, Pow{});
-  if (recording(a, b))
-    record(label, out, {&a, &b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& needs) {
-      Tensor ga, gb;
-      if (needs[0]) {  // where(b == 0, 0, g b a^(b-1)): the mask wins over a NaN or infinite g
-        const Tensor t = elementwise_binary("kten::pow_base_factor", a, b, PowBaseFactor{}) * g;
-        ga = sum_to(elementwise_binary("kten::pow_base_mask", t, b, ZeroWhereExponentZero{}), a.shape());
-      }
-      if (needs[1]) gb = sum_to(g * elementwise_binary("kten::pow_exponent_factor", a, b, PowExponentFactor{}), b.shape());
-      return Grads{ga, gb};
-    });
-  return out;
-}
-
-namespace {
-// maximum or minimum: g goes to the input that is the result, half to each at a tie (PyTorch 1.13).
-template <class Op>
-Tensor extremum(const char* label, const Tensor& a, const Tensor& b, bool larger) {
-  Tensor out = elementwise_binary(label, a, b, Op{});
-  if (recording(a, b))
-    record(label, out, {&a, &b}, [a = saved(a), b = saved(b), larger](const Tensor& g, const Needs& needs) {
-      const auto share = [&](const Tensor& self, const Tensor& other) {
-        const Tensor w = elementwise_binary("kten::extremum_share", self, other, ExtremumShare{larger});
-        return sum_to(elementwise_binary("kten::extremum_grad", w, g, ShareOf{}), self.shape());
-      };
-      return Grads{needs[0] ? share(a, b) : Tensor(), needs[1] ? share(b, a) : Tensor()};
-    });
-  return out;
-}
-}  // namespace
-
-Tensor maximum(const Tensor& a, const Tensor& b) { return extremum<Maximum>("kten::maximum", a, b, true); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return extremum<Minimum>("kten::minimum", a, b, false); }
-
 Tensor Tensor::astype(DType dtype) const {
   check_defined(*this, "astype()");
   if (dtype == this->dtype()) return *this;
@@ -353,7 +231,7 @@ namespace kten::ops {
 std::vector<OpDef> elementwise_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
-  const Domain real = Domain::real, positive = Domain::positive, nonzero = Domain::nonzero;
+  const Domain real = Domain::real, nonzero = Domain::nonzero;
   return {
       {"add", "operator+(Tensor,Tensor)", 2, {real}, DTypes::floating, true, [](X x, A) { return x[0] + x[1]; }},
       {"sub", "operator-(Tensor,Tensor)", 2, {real}, DTypes::floating, true, [](X x, A) { return x[0] - x[1]; }},
@@ -369,30 +247,6 @@ std::vector<OpDef> elementwise_ops() {
       {"rdiv_scalar", "operator/(double,Tensor)", 1, {nonzero}, DTypes::floating, true, [](X x, A a) { return a.reals.at(0) / x[0]; }},
       {"negate", "operator-(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return -x[0]; }},
       {"fma", "fma(Tensor,Tensor,Tensor)", 3, {real}, DTypes::floating, true, [](X x, A) { return fma(x[0], x[1], x[2]); }},
-      {"exp", "exp(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return exp(x[0]); }},
-      {"log", "log(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return log(x[0]); }},
-      {"sqrt", "sqrt(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return sqrt(x[0]); }},
-      {"abs", "abs(Tensor)", 1, {nonzero}, DTypes::floating, true, [](X x, A) { return abs(x[0]); }},
-      {"neg", "neg(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return neg(x[0]); }},
-      {"relu", "relu(Tensor)", 1, {nonzero}, DTypes::floating, true, [](X x, A) { return relu(x[0]); }},
-      {"sigmoid", "sigmoid(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return sigmoid(x[0]); }},
-      {"tanh", "tanh(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return tanh(x[0]); }},
-      {"sin", "sin(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return sin(x[0]); }},
-      {"cos", "cos(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return cos(x[0]); }},
-      {"log1p", "log1p(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return log1p(x[0]); }},
-      {"expm1", "expm1(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return expm1(x[0]); }},
-      {"erf", "erf(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return erf(x[0]); }},
-      {"gelu", "gelu(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return gelu(x[0]); }},
-      {"silu", "silu(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return silu(x[0]); }},
-      // reals: beta, threshold (PyTorch's 1 and 20 when not given)
-      {"softplus", "softplus(Tensor,double,double)", 1, {real}, DTypes::floating, true,
-       [](X x, A a) { return softplus(x[0], a.reals.size() > 0 ? a.reals[0] : 1.0, a.reals.size() > 1 ? a.reals[1] : 20.0); }},
-      {"pow_scalar", "pow(Tensor,double)", 1, {positive}, DTypes::floating, true, [](X x, A a) { return pow(x[0], a.reals.at(0)); }},
-      {"pow", "pow(Tensor,Tensor)", 2, {positive, real}, DTypes::floating, true, [](X x, A) { return pow(x[0], x[1]); }},
-      {"maximum", "maximum(Tensor,Tensor)", 2, {Domain::distinct}, DTypes::floating, true, [](X x, A) { return maximum(x[0], x[1]); }},
-      {"minimum", "minimum(Tensor,Tensor)", 2, {Domain::distinct}, DTypes::floating, true, [](X x, A) { return minimum(x[0], x[1]); }},
-      {"clamp", "clamp(Tensor,double,double)", 1, {Domain::distinct}, DTypes::floating, true,
-       [](X x, A a) { return clamp(x[0], a.reals.at(0), a.reals.at(1)); }},
       {"Tensor::astype", "Tensor::astype(DType)", 1, {real}, DTypes::any, true, [](X x, A a) { return x[0].astype(a.dtype); }},
   };
 }

@@ -74,8 +74,12 @@ const OpDef& find_op(std::string_view name);
 
 // Each op family's declarations (in the family's file).
 std::vector<OpDef> elementwise_ops();
+std::vector<OpDef> unary_math_ops();
+std::vector<OpDef> activation_ops();
+std::vector<OpDef> binary_math_ops();
 std::vector<OpDef> compare_ops();
 std::vector<OpDef> reduce_ops();
+std::vector<OpDef> extremum_ops();
 std::vector<OpDef> softmax_ops();
 std::vector<OpDef> indexing_ops();
 std::vector<OpDef> linalg_ops();

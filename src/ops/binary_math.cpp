@@ -1,0 +1,66 @@
+// Binary math with broadcasting: pow(a, b), maximum and minimum, each with its gradient beside it.
+// Bandwidth-bound like every elementwise kernel (elementwise.cpp).
+#include <kten/ops.hpp>
+
+#include "autograd/autograd.hpp"
+#include "dispatch/dispatch.hpp"
+#include "elementwise.hpp"
+#include "registry.hpp"
+
+namespace kten {
+
+using namespace detail;
+
+Tensor pow(const Tensor& a, const Tensor& b) {
+  constexpr const char* label = "kten::pow";
+  Tensor out = elementwise_binary(label, a, b, Pow{});
+  if (recording(a, b))
+    record(label, out, {&a, &b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& needs) {
+      Tensor ga, gb;
+      if (needs[0]) {  // where(b == 0, 0, g b a^(b-1)): the mask wins over a NaN or infinite g
+        const Tensor t = elementwise_binary("kten::pow_base_factor", a, b, PowBaseFactor{}) * g;
+        ga = sum_to(elementwise_binary("kten::pow_base_mask", t, b, ZeroWhereExponentZero{}), a.shape());
+      }
+      if (needs[1]) gb = sum_to(g * elementwise_binary("kten::pow_exponent_factor", a, b, PowExponentFactor{}), b.shape());
+      return Grads{ga, gb};
+    });
+  return out;
+}
+
+namespace {
+// maximum or minimum: g goes to the input that is the result, half to each at a tie (PyTorch 1.13).
+template <class Op>
+Tensor extremum(const char* label, const Tensor& a, const Tensor& b, bool larger) {
+  Tensor out = elementwise_binary(label, a, b, Op{});
+  if (recording(a, b))
+    record(label, out, {&a, &b}, [a = saved(a), b = saved(b), larger](const Tensor& g, const Needs& needs) {
+      const auto share = [&](const Tensor& self, const Tensor& other) {
+        const Tensor w = elementwise_binary("kten::extremum_share", self, other, ExtremumShare{larger});
+        return sum_to(elementwise_binary("kten::extremum_grad", w, g, ShareOf{}), self.shape());
+      };
+      return Grads{needs[0] ? share(a, b) : Tensor(), needs[1] ? share(b, a) : Tensor()};
+    });
+  return out;
+}
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return extremum<Maximum>("kten::maximum", a, b, true); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return extremum<Minimum>("kten::minimum", a, b, false); }
+
+}  // namespace kten
+
+namespace kten::ops {
+
+// The registry's rows of this family (registry.hpp).
+std::vector<OpDef> binary_math_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  const Domain real = Domain::real, positive = Domain::positive;
+  return {
+      {"pow", "pow(Tensor,Tensor)", 2, {positive, real}, DTypes::floating, true, [](X x, A) { return pow(x[0], x[1]); }},
+      {"maximum", "maximum(Tensor,Tensor)", 2, {Domain::distinct}, DTypes::floating, true, [](X x, A) { return maximum(x[0], x[1]); }},
+      {"minimum", "minimum(Tensor,Tensor)", 2, {Domain::distinct}, DTypes::floating, true, [](X x, A) { return minimum(x[0], x[1]); }},
+  };
+}
+
+}  // namespace kten::ops

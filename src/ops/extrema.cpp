@@ -1,0 +1,30 @@
+// Extrema: max and min over every element, one axis or several, and their gradients (ties share
+// it evenly, as torch.amax). Bandwidth-bound like every reduction; NaN wins over any number, so
+// every device and order of combining gives NaN. The kernels are reduce_impl.hpp's, compiled here
+// for these two reductions.
+#include "reduce_impl.hpp"
+#include "registry.hpp"
+
+namespace kten {
+namespace detail {
+
+KTEN_REDUCTION_KERNELS(, MaxReduction)
+KTEN_REDUCTION_KERNELS(, MinReduction)
+
+}  // namespace detail
+
+KTEN_REDUCTION_FORMS(max, detail::reduction<detail::MaxReduction>)
+KTEN_REDUCTION_FORMS(min, detail::reduction<detail::MinReduction>)
+
+}  // namespace kten
+
+namespace kten::ops {
+
+// The registry's rows of this family (registry.hpp): each extremum's three forms.
+std::vector<OpDef> extremum_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  return {KTEN_REDUCTION_OPS(max, Domain::distinct), KTEN_REDUCTION_OPS(min, Domain::distinct)};
+}
+
+}  // namespace kten::ops

@@ -1,0 +1,68 @@
+// Unary math: exp, log, sqrt, abs, neg, sin, cos, log1p, expm1, erf and pow(x, s), each with its
+// gradient beside it. Bandwidth-bound like every elementwise kernel (elementwise.cpp): one read
+// and one write per element, the transcendental functions of vector_math.hpp vectorised on CPUs.
+#include <kten/ops.hpp>
+
+#include "autograd/autograd.hpp"
+#include "dispatch/dispatch.hpp"
+#include "elementwise.hpp"
+#include "registry.hpp"
+#include "unary.hpp"
+
+namespace kten {
+
+using namespace detail;
+
+Tensor exp(const Tensor& x) {
+  return differentiable_unary<Exp>("kten::exp", x, [](const Tensor&, const Tensor& y, const Tensor& g) { return g * y; });
+}
+Tensor log(const Tensor& x) {
+  return differentiable_unary<Log>("kten::log", x, [](const Tensor& x, const Tensor&, const Tensor& g) { return g / x; });
+}
+Tensor sqrt(const Tensor& x) {
+  return differentiable_unary<Sqrt>("kten::sqrt", x, [](const Tensor&, const Tensor& y, const Tensor& g) { return g / (y * 2.0); });
+}
+Tensor abs(const Tensor& x) { return unary_with_grad_kernel("kten::abs", "kten::abs_grad", x, Abs{}, AbsGrad{}); }
+Tensor neg(const Tensor& x) {
+  return differentiable_unary<Neg>("kten::neg", x, [](const Tensor&, const Tensor&, const Tensor& g) { return -g; });
+}
+Tensor sin(const Tensor& x) { return unary_with_grad_kernel("kten::sin", "kten::sin_grad", x, Sin{}, SinGrad{}); }
+Tensor cos(const Tensor& x) { return unary_with_grad_kernel("kten::cos", "kten::cos_grad", x, Cos{}, CosGrad{}); }
+Tensor log1p(const Tensor& x) { return unary_with_grad_kernel("kten::log1p", "kten::log1p_grad", x, Log1p{}, Log1pGrad{}); }
+Tensor expm1(const Tensor& x) {
+  return unary_with_grad_kernel<GradOf::output>("kten::expm1", "kten::expm1_grad", x, Expm1{}, Expm1Grad{});
+}
+Tensor erf(const Tensor& x) { return unary_with_grad_kernel("kten::erf", "kten::erf_grad", x, Erf{}, ErfGrad{}); }
+Tensor pow(const Tensor& x, double exponent) {
+  const PowScalarGrad grad{PowScalar::of(exponent - 1), exponent};
+  return differentiable_unary("kten::pow_scalar", x, [grad](const Tensor& x, const Tensor&, const Tensor& g) {
+    if (grad.e == 0) return zeros(x.shape(), x.device(), x.dtype());  // PyTorch's, even where g is NaN or inf
+    return elementwise_binary("kten::pow_scalar_grad", x, g, grad);
+  }, PowScalar::of(exponent));
+}
+
+}  // namespace kten
+
+namespace kten::ops {
+
+// The registry's rows of this family (registry.hpp).
+std::vector<OpDef> unary_math_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  const Domain real = Domain::real, positive = Domain::positive, nonzero = Domain::nonzero;
+  return {
+      {"exp", "exp(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return exp(x[0]); }},
+      {"log", "log(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return log(x[0]); }},
+      {"sqrt", "sqrt(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return sqrt(x[0]); }},
+      {"abs", "abs(Tensor)", 1, {nonzero}, DTypes::floating, true, [](X x, A) { return abs(x[0]); }},
+      {"neg", "neg(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return neg(x[0]); }},
+      {"sin", "sin(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return sin(x[0]); }},
+      {"cos", "cos(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return cos(x[0]); }},
+      {"log1p", "log1p(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return log1p(x[0]); }},
+      {"expm1", "expm1(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return expm1(x[0]); }},
+      {"erf", "erf(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return erf(x[0]); }},
+      {"pow_scalar", "pow(Tensor,double)", 1, {positive}, DTypes::floating, true, [](X x, A a) { return pow(x[0], a.reals.at(0)); }},
+  };
+}
+
+}  // namespace kten::ops
