@@ -32,7 +32,7 @@ TEST_CASE("convolutions refuse inputs that do not fit their weight, naming the o
   const Device d = test::device();
   const Tensor x = ones({2, 4, 8, 8}, d), w = ones({6, 4, 3, 3}, d);
   CHECK_THAT(shape_error([&] { conv2d(x, ones({6, 3, 3, 3}, d)); }),
-             ContainsSubstring("kten::conv2d") && ContainsSubstring("2x4x8x8") && ContainsSubstring("6x3x3x3"));
+             ContainsSubstring("conv2d:") && ContainsSubstring("2x4x8x8") && ContainsSubstring("6x3x3x3"));
   CHECK_THAT(shape_error([&] { conv2d(x, ones({6, 2, 3, 3}, d), {}, {1}, {0}, {1}, 3); }),
              ContainsSubstring("groups 3") && ContainsSubstring("2x4x8x8"));
   CHECK_THAT(shape_error([&] { conv2d(x, ones({6, 4, 9, 9}, d)); }),
@@ -41,12 +41,12 @@ TEST_CASE("convolutions refuse inputs that do not fit their weight, naming the o
   CHECK_THAT(shape_error([&] { conv2d(x, w, ones({5}, d)); }), ContainsSubstring("bias"));
   CHECK_THAT(shape_error([&] { conv2d(x, w, {}, {0}); }), ContainsSubstring("stride"));
   CHECK_THAT(shape_error([&] { conv2d(x, w, {}, {1, 1, 1}); }), ContainsSubstring("1 or 2 values"));
-  CHECK_THAT(shape_error([&] { conv1d(x, w); }), ContainsSubstring("kten::conv1d") && ContainsSubstring("2x4x8x8"));
+  CHECK_THAT(shape_error([&] { conv1d(x, w); }), ContainsSubstring("conv1d:") && ContainsSubstring("2x4x8x8"));
   CHECK_THAT(shape_error([&] { conv3d(ones({1, 2, 1, 1, 1}, d), ones({2, 2, 1, 1, 1}, d), {}, {1}, {0}, {1}, 0); }),
              ContainsSubstring("groups must be >= 1"));
   // Transposed: an output size below 1, an output_padding neither below the stride nor the dilation.
   CHECK_THAT(shape_error([&] { conv_transpose2d(ones({1, 4, 1, 1}, d), ones({4, 2, 1, 1}, d), {}, {1}, {1}); }),
-             ContainsSubstring("below 1") && ContainsSubstring("kten::conv_transpose2d"));
+             ContainsSubstring("below 1") && ContainsSubstring("conv_transpose2d:"));
   CHECK_THAT(shape_error([&] { conv_transpose1d(ones({1, 4, 5}, d), ones({4, 2, 3}, d), {}, {2}, {0}, {2}); }),
              ContainsSubstring("output_padding"));
   CHECK_THAT(shape_error([&] { conv_transpose1d(ones({1, 3, 5}, d), ones({4, 2, 3}, d)); }),

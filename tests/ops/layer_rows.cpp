@@ -103,6 +103,10 @@ ShapeGen conv_layer_shapes(int dims, std::int64_t k, std::int64_t least, bool tr
           }};
 }
 
+// A convolution multiplies the zero padding by the weight (NaN for an infinite or NaN weight), as
+// im2col does; PyTorch's oneDNN and col2im skip those taps: special values go into x only.
+const char* const kConvSpecials = "a NaN or infinite weight times the zero padding is NaN in kten (as im2col), skipped by PyTorch's oneDNN and col2im";
+
 // The layer of `dims` axes for x[0] and x[1]'s channels and kernel, its parameters then replaced
 // by x[1] and x[2].
 kten::Tensor conv_layer(int dims, kten::nn::PaddingMode mode, std::int64_t stride, std::int64_t padding, const KtenArgs& x) {
@@ -175,21 +179,21 @@ std::vector<Row> layer_table() {
       // --- Convolution layers (issue 31): torch::nn::Conv*'s forward pads with F.pad for the
       // non-zeros modes, then convolves without padding.
       Row("nn::Conv1d(3, padding 1 reflect)", conv_layer_shapes(1, 3, 2, false), KTEN(conv_layer(1, kten::nn::PaddingMode::reflect, 1, 1, x)),
-          TORCH(at::conv1d(at::pad(x[0], {1, 1}, "reflect"), x[1], x[2]))).sums(),
+          TORCH(at::conv1d(at::pad(x[0], {1, 1}, "reflect"), x[1], x[2]))).sums().specials_in({0}, kConvSpecials),
       Row("nn::Conv2d(3, padding 1)", conv_layer_shapes(2, 3, 1, false), KTEN(conv_layer(2, kten::nn::PaddingMode::zeros, 1, 1, x)),
-          TORCH(at::conv2d(x[0], x[1], x[2], 1, 1))).sums(),
+          TORCH(at::conv2d(x[0], x[1], x[2], 1, 1))).sums().specials_in({0}, kConvSpecials),
       Row("nn::Conv2d(3, stride 2, padding 1 circular)", conv_layer_shapes(2, 3, 1, false), KTEN(conv_layer(2, kten::nn::PaddingMode::circular, 2, 1, x)),
-          TORCH(at::conv2d(at::pad(x[0], {1, 1, 1, 1}, "circular"), x[1], x[2], 2))).sums(),
+          TORCH(at::conv2d(at::pad(x[0], {1, 1, 1, 1}, "circular"), x[1], x[2], 2))).sums().specials_in({0}, kConvSpecials),
       Row("nn::Conv2d(3, padding 2 replicate)", conv_layer_shapes(2, 3, 1, false), KTEN(conv_layer(2, kten::nn::PaddingMode::replicate, 1, 2, x)),
-          TORCH(at::conv2d(at::pad(x[0], {2, 2, 2, 2}, "replicate"), x[1], x[2]))).sums(),
+          TORCH(at::conv2d(at::pad(x[0], {2, 2, 2, 2}, "replicate"), x[1], x[2]))).sums().specials_in({0}, kConvSpecials),
       Row("nn::Conv3d(2, padding 1 circular)", conv_layer_shapes(3, 2, 1, false), KTEN(conv_layer(3, kten::nn::PaddingMode::circular, 1, 1, x)),
-          TORCH(at::conv3d(at::pad(x[0], {1, 1, 1, 1, 1, 1}, "circular"), x[1], x[2]))).sums(),
+          TORCH(at::conv3d(at::pad(x[0], {1, 1, 1, 1, 1, 1}, "circular"), x[1], x[2]))).sums().specials_in({0}, kConvSpecials),
       Row("nn::ConvTranspose1d(3, stride 2, padding 1, output_padding 1)", conv_layer_shapes(1, 3, 1, true),
-          KTEN(conv_transpose_layer(1, 2, 1, 1, x)), TORCH(at::conv_transpose1d(x[0], x[1], x[2], 2, 1, 1))).sums(),
+          KTEN(conv_transpose_layer(1, 2, 1, 1, x)), TORCH(at::conv_transpose1d(x[0], x[1], x[2], 2, 1, 1))).sums().specials_in({0}, kConvSpecials),
       Row("nn::ConvTranspose2d(2, stride 2)", conv_layer_shapes(2, 2, 1, true), KTEN(conv_transpose_layer(2, 2, 0, 0, x)),
-          TORCH(at::conv_transpose2d(x[0], x[1], x[2], 2))).sums(),
+          TORCH(at::conv_transpose2d(x[0], x[1], x[2], 2))).sums().specials_in({0}, kConvSpecials),
       Row("nn::ConvTranspose3d(3, padding 1)", conv_layer_shapes(3, 3, 1, true), KTEN(conv_transpose_layer(3, 1, 1, 0, x)),
-          TORCH(at::conv_transpose3d(x[0], x[1], x[2], 1, 1))).sums(),
+          TORCH(at::conv_transpose3d(x[0], x[1], x[2], 1, 1))).sums().specials_in({0}, kConvSpecials),
   };
 }
 

@@ -139,6 +139,12 @@ ops::OpAttrs conv_attrs(const ConvCase& c) {
   }
   return ints(v);
 }
+// A convolution multiplies the zero padding (and a transposed one the stride's gaps) by the weight,
+// as the definition and PyTorch's float64 im2col path do: an infinite or NaN weight there gives NaN.
+// PyTorch's oneDNN (float32) and its input gradient's col2im (and so conv_transpose) add nothing
+// for those taps instead. Special values go into the data input only.
+const char* const kConvSpecials = "a NaN or infinite weight times the zero padding is NaN in kten (as im2col), skipped by PyTorch's oneDNN and col2im";
+
 Row conv_row(const std::string& label, const ConvCase& c) {
   const std::string name = (c.transposed ? "conv_transpose" : "conv") + std::to_string(c.dims) + "d";
 #ifdef KTEN_HARNESS_TORCH
@@ -155,7 +161,7 @@ Row conv_row(const std::string& label, const ConvCase& c) {
 #else
   TorchFn torch = nullptr;
 #endif
-  return reg(name, name + " " + label, conv_shapes(c), conv_attrs(c), std::move(torch)).sums();
+  return reg(name, name + " " + label, conv_shapes(c), conv_attrs(c), std::move(torch)).sums().specials_in({0}, kConvSpecials);
 }
 
 // (N, C, spatial...) of `dims` spatial axes, each longer than `least` (reflect needs pad < size).
@@ -349,12 +355,12 @@ std::vector<Row> op_table() {
       conv_row("2x2x2 stride 2", {3, 2, 2, 0, 1, 1, 0, true}),
       conv_row("3x3x3 pad 1 dilation 2 output_padding 1", {3, 3, 1, 1, 2, 1, 1, true}),
       op("conv2d without bias", conv_shapes({2, 3, 1, 1}, 2), KTEN(kten::conv2d(x[0], x[1], {}, {1}, {1})),
-         TORCH(at::conv2d(x[0], x[1], {}, 1, 1))).sums().covers("conv2d"),
+         TORCH(at::conv2d(x[0], x[1], {}, 1, 1))).sums().specials_in({0}, kConvSpecials).covers("conv2d"),
       op("conv_transpose2d without bias", conv_shapes({2, 3, 2, 1, 1, 1, 1, true}, 2),
          KTEN(kten::conv_transpose2d(x[0], x[1], {}, {2}, {1}, {1})), TORCH(at::conv_transpose2d(x[0], x[1], {}, 2, 1, 1)))
-          .sums().covers("conv_transpose2d"),
+          .sums().specials_in({0}, kConvSpecials).covers("conv_transpose2d"),
       op("conv2d (rows, columns: stride, padding per axis)", conv_shapes({2, 3, 1, 0}), KTEN(kten::conv2d(x[0], x[1], x[2], {1, 2}, {1, 0})),
-         TORCH(at::conv2d(x[0], x[1], x[2], {1, 2}, {1, 0}))).sums().covers("conv2d"),
+         TORCH(at::conv2d(x[0], x[1], x[2], {1, 2}, {1, 0}))).sums().specials_in({0}, kConvSpecials).covers("conv2d"),
       pad_row(1, {2, 1}, kten::nn::PaddingMode::zeros, 0.5),
       pad_row(2, {1, 2, 0, 1}, kten::nn::PaddingMode::zeros),
       pad_row(1, {2, 1}, kten::nn::PaddingMode::reflect),
