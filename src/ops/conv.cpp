@@ -14,6 +14,7 @@
 // pad is a gather per output element, its gradient a gather per input element, axis by axis.
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include <kten/ops.hpp>
 
@@ -273,6 +274,16 @@ struct ConvHostKernel {
     }
   }
 
+  /// \brief f(std::integral_constant<int, h>) for 1 <= h <= Rows: a strip's height as the
+  /// micro-tile's compile-time row count.
+  template <int Rows = MR, class F>
+  static void with_rows(int h, F&& f) {
+    if constexpr (Rows > 1) {
+      if (h < Rows) return with_rows<Rows - 1>(h, f);
+    }
+    f(std::integral_constant<int, Rows>{});
+  }
+
   void operator()(const Member& team) const {
     const ConvSlab<T> sl = args.slab(team.league_rank() / plan.tiles());
     const std::int64_t tile = team.league_rank() % plan.tiles();
@@ -290,19 +301,25 @@ struct ConvHostKernel {
     for (std::int64_t k0 = 0; k0 < sl.k; k0 += KC) {
       const int kb = sl.k - k0 < KC ? static_cast<int>(sl.k - k0) : KC;
       pack_b(Bs, sl, k0, kb, j0, j1, starts);
-      for (std::int64_t i = i0; i < i1; i += MR) {
-        const int h = i1 - i < MR ? static_cast<int>(i1 - i) : MR;
+      // Strips of at most MR rows, as even as they go (32 channels: 4 of 8, not 10 + 10 + 10 + 2
+      // padded to 10), each read in place; only a strip's last, narrow panel packs it.
+      const std::int64_t strips = (i1 - i0 + MR - 1) / MR, base = (i1 - i0) / strips, taller = (i1 - i0) % strips;
+      for (std::int64_t s = 0, i = i0; s < strips; i += base + (s < taller), ++s) {
+        const int h = static_cast<int>(base + (s < taller));
         const T* a = sl.a + i * sl.lda + k0;
-        if (h < MR)
-          for (int p = 0; p < kb; ++p)
-            for (int r = 0; r < MR; ++r) As[p * MR + r] = r < h ? a[r * sl.lda + p] : T(0);
         for (std::int64_t jb = j0; jb < j1; jb += NR) {
           const int w = j1 - jb < NR ? static_cast<int>(j1 - jb) : NR;
           const T* b = Bs + (jb - j0) * kb;
           T* c = sl.c + i * sl.ldc + jb;
-          if (h == MR && w == NR) Gemm::template micro_tile<false, NR>(a, sl.lda, b, kb, c, sl.ldc);
-          else if (h == MR) Gemm::template edge_tile<false, NR>(a, sl.lda, b, kb, c, sl.ldc, h, w);
-          else Gemm::template edge_tile<true, NR>(As, 0, b, kb, c, sl.ldc, h, w);
+          if (w == NR) {
+            with_rows(h, [&](auto rows) { Gemm::template micro_tile<false, NR, decltype(rows)::value>(a, sl.lda, b, kb, c, sl.ldc); });
+          } else if (h == MR) {
+            Gemm::template edge_tile<false, NR>(a, sl.lda, b, kb, c, sl.ldc, h, w);
+          } else {
+            for (int p = 0; p < kb; ++p)
+              for (int r = 0; r < MR; ++r) As[p * MR + r] = r < h ? a[r * sl.lda + p] : T(0);
+            Gemm::template edge_tile<true, NR>(As, 0, b, kb, c, sl.ldc, h, w);
+          }
         }
       }
     }
@@ -423,7 +440,7 @@ Tensor conv_grad_input(const char* op, const ConvGeometry& g, int dims, const Te
 /// \brief dW (the weight's shape `w_shape`) from X (any strided view) and dY. The sum over
 /// pixels is cut into slabs of at least 1024 pixels (batch items times pieces), about 64 of them,
 /// each written to its own partial product and then summed: parallel work for a single batch item,
-/// and the same bits on any number of threads.
+/// and slabs that do not depend on the number of threads.
 Tensor conv_grad_weight(const char* op, const ConvGeometry& g, int dims, const Tensor& x, const Tensor& dy, const Shape& w_shape) {
   if (g.batch == 0) return zeros(w_shape, x.device(), x.dtype());
   const std::int64_t wanted = (64 + g.batch * g.groups - 1) / (g.batch * g.groups);

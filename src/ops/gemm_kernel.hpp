@@ -110,26 +110,28 @@ struct HostGemmKernel {
     return sizeof(T) * (static_cast<std::size_t>(KC) * plan.cols + MR * KC) + 2 * 64;
   }
 
-  /// \brief c (MR x Cols, row stride ldc) += a b over kb steps of k. a(r, p) is a[p * MR + r] when
+  /// \brief c (Rows x Cols, row stride ldc) += a b over kb steps of k. a(r, p) is a[p * MR + r] when
   /// Packed, else a[r * lda + p]; b is a packed micro-panel (rows of NR), of which the first Cols
-  /// columns are used. No branches around the loop: with them GCC keeps fewer accumulators in the
-  /// 16 registers of AVX2 and spills the rest.
-  template <bool Packed, int Cols>
+  /// columns are used. Rows is MR but for the convolutions' shorter strips (conv.cpp), which split
+  /// a few channels evenly rather than pad the last strip to MR rows. No branches around the loop:
+  /// with them GCC keeps fewer accumulators in the 16 registers of AVX2 and spills the rest.
+  template <bool Packed, int Cols, int Rows = MR>
   KOKKOS_INLINE_FUNCTION static void micro_tile(const T* a, std::int64_t lda, const T* b, int kb, T* c,
                                                 std::int64_t ldc) {
-    T acc[MR * Cols];
-    for (int r = 0; r < MR; ++r)
+    static_assert(Rows >= 1 && Rows <= MR, "a micro-tile holds at most MR rows");
+    T acc[Rows * Cols];
+    for (int r = 0; r < Rows; ++r)
       for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = c[r * ldc + j];
     for (int p = 0; p < kb; ++p) {
       const T* bp = b + p * NR;
       KTEN_UNROLL
-      for (int r = 0; r < MR; ++r) {
+      for (int r = 0; r < Rows; ++r) {
         const T av = Packed ? a[p * MR + r] : a[r * lda + p];
         KTEN_UNROLL
         for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = host_fma(av, bp[j], acc[r * Cols + j]);
       }
     }
-    for (int r = 0; r < MR; ++r)
+    for (int r = 0; r < Rows; ++r)
       for (int j = 0; j < Cols; ++j) c[r * ldc + j] = acc[r * Cols + j];
   }
 
