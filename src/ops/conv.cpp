@@ -105,7 +105,7 @@ struct ConvArgs {
               g.cin_g, in_pix, k, 0};
     }
     const std::int64_t chunk = s / g.groups, n = chunk / pieces, piece = chunk % pieces;
-    const std::int64_t len = (out_pix + pieces - 1) / pieces, first = piece * len;
+    const std::int64_t len = (g.out[0] * g.out[1] + pieces - 1) / pieces * g.out[2], first = piece * len;  // whole rows
     const std::int64_t k = first < out_pix ? (out_pix - first < len ? out_pix - first : len) : 0;
     return {a + (n * g.groups + grp) * g.cout_g * out_pix + first, out_pix, src + n * ss[0] + grp * g.cin_g * ss[1],
             c + (chunk * g.groups + grp) * g.cout_g * g.cin_g * kvol, g.cin_g * kvol, nullptr,
@@ -219,6 +219,17 @@ struct ConvArgs {
   }
 };
 
+/// \brief f(std::integral_constant<int, E>) for the smallest E = Max - i Step (i >= 0) that is >= v:
+/// a strip's height (Step 1) or a panel's width in whole vectors as a micro-tile's compile-time
+/// extent.
+template <int Max, int Step, class F>
+void with_extent(int v, F&& f) {
+  if constexpr (Max > Step) {
+    if (v <= Max - Step) return with_extent<Max - Step, Step>(v, f);
+  }
+  f(std::integral_constant<int, Max>{});
+}
+
 /// \brief cpu(): compute-bound, BLIS' structure on the GEMM's own micro-kernels (HostGemmKernel's
 /// micro_tile and edge_tile, the register tile of host_isa.hpp). One thread per tile of one slab's
 /// C: per k-slice it packs the tile's kc x cols slice of the im2col operand into an L2-sized block
@@ -274,16 +285,6 @@ struct ConvHostKernel {
     }
   }
 
-  /// \brief f(std::integral_constant<int, h>) for 1 <= h <= Rows: a strip's height as the
-  /// micro-tile's compile-time row count.
-  template <int Rows = MR, class F>
-  static void with_rows(int h, F&& f) {
-    if constexpr (Rows > 1) {
-      if (h < Rows) return with_rows<Rows - 1>(h, f);
-    }
-    f(std::integral_constant<int, Rows>{});
-  }
-
   void operator()(const Member& team) const {
     const ConvSlab<T> sl = args.slab(team.league_rank() / plan.tiles());
     const std::int64_t tile = team.league_rank() % plan.tiles();
@@ -312,7 +313,7 @@ struct ConvHostKernel {
           const T* b = Bs + (jb - j0) * kb;
           T* c = sl.c + i * sl.ldc + jb;
           if (w == NR) {
-            with_rows(h, [&](auto rows) { Gemm::template micro_tile<false, NR, decltype(rows)::value>(a, sl.lda, b, kb, c, sl.ldc); });
+            with_extent<MR, 1>(h, [&](auto rows) { Gemm::template micro_tile<false, NR, decltype(rows)::value>(a, sl.lda, b, kb, c, sl.ldc); });
           } else if (h == MR) {
             Gemm::template edge_tile<false, NR>(a, sl.lda, b, kb, c, sl.ldc, h, w);
           } else {
@@ -323,6 +324,85 @@ struct ConvHostKernel {
         }
       }
     }
+  }
+};
+
+/// \brief cpu(), grad_weight at stride 1 along w on an input contiguous along w: no packing of
+/// the im2col operand at all. For one output row and one tap, the input the tap reads is, channel
+/// by channel, one contiguous run of x, and the channels lie ld = x's channel stride apart: the
+/// micro-kernel reads it in place as its A operand (rows: input channels), against dY^T of that
+/// row (columns: output channels), packed once per row and reused by every tap and every strip.
+/// One thread per slab (batch item, group, band of output rows) sums into kvol (C_in/g x C_out/g)
+/// products in scratch, written to the slab's partial dW at the end. Compute-bound: the runs are
+/// as long as an output row (C's tiles are loaded and stored once per run).
+template <class T, class Member>
+struct ConvWeightHostKernel {
+  using Gemm = HostGemmKernel<T, Member>;
+  static constexpr int MR = Gemm::MR, NR = Gemm::NR, lanes = HostGemmBlocking<T>::lanes;
+  ConvArgs<T> args;
+
+  /// \brief Whether it applies: stride 1 along w, x contiguous along w, products small enough for
+  /// a thread's scratch (4 MiB of floats).
+  static bool applies(const ConvArgs<T>& args) {
+    const ConvGeometry& g = args.g;
+    return args.product == ConvProduct::grad_weight && g.stride[2] == 1 && args.ss[4] == 1 &&
+           g.kvol() * g.cin_g * g.cout_g <= (std::int64_t(1) << 20);
+  }
+  static std::int64_t panels(const ConvGeometry& g) { return (g.cout_g + NR - 1) / NR; }
+  static std::size_t scratch_bytes(const ConvGeometry& g) {
+    return sizeof(T) * static_cast<std::size_t>(g.kvol() * g.cin_g * g.cout_g + panels(g) * NR * g.out[2]) + 2 * 64;
+  }
+
+  void operator()(const Member& team) const {
+    const ConvGeometry& g = args.g;
+    const ConvSlab<T> sl = args.slab(team.league_rank());
+    const std::int64_t cin = g.cin_g, cout = g.cout_g, kvol = g.kvol(), ow_n = g.out[2], lda = args.ss[1];
+    T* Cs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * kvol * cin * cout, 64));
+    T* Bs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * panels(g) * NR * ow_n, 64));
+    for (std::int64_t e = 0; e < kvol * cin * cout; ++e) Cs[e] = T(0);
+    const std::int64_t strips = (cin + MR - 1) / MR, base = strips > 0 ? cin / strips : 0, taller = strips > 0 ? cin % strips : 0;
+    for (std::int64_t row = sl.first / ow_n; row < (sl.first + sl.k) / ow_n; ++row) {
+      const std::int64_t od = row / g.out[1], oh = row % g.out[1];
+      const T* dy = sl.a + (row * ow_n - sl.first);  // dY of output channel 0 at this row; channels out_pix apart
+      for (std::int64_t q = 0; q < panels(g); ++q)
+        for (int j = 0; j < NR; ++j) {
+          const std::int64_t co = q * NR + j;
+          T* b = Bs + q * NR * ow_n + j;
+          if (co < cout) copy_run(b, NR, dy + co * sl.lda, 1, 0, ow_n, ow_n);
+          else for (std::int64_t ow = 0; ow < ow_n; ++ow) b[ow * NR] = T(0);
+        }
+      for (std::int64_t t = 0; t < kvol; ++t) {
+        std::int64_t kd, kh, kw;
+        args.tap(t, kd, kh, kw);
+        const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0], ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+        const std::int64_t shift = kw * g.dil[2] - g.pad[2];  // iw = ow + shift
+        const std::int64_t lo = std::max<std::int64_t>(0, -shift), hi = std::min(ow_n, g.in[2] - shift);
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || hi <= lo) continue;
+        const T* x = sl.src + id * args.ss[2] + ih * args.ss[3] + lo + shift;
+        const int kb = static_cast<int>(hi - lo);
+        for (std::int64_t s = 0, ci = 0; s < strips; ci += base + (s < taller), ++s) {
+          const int h = static_cast<int>(base + (s < taller));
+          for (std::int64_t q = 0; q < panels(g); ++q) {
+            const int w = static_cast<int>(std::min<std::int64_t>(NR, cout - q * NR));
+            const T* b = Bs + q * NR * ow_n + lo * NR;
+            T* c = Cs + (t * cin + ci) * cout + q * NR;
+            with_extent<MR, 1>(h, [&](auto rows) {
+              with_extent<NR, lanes>(w, [&](auto cols) {
+                constexpr int R = decltype(rows)::value, W = decltype(cols)::value;
+                if (W == w) return Gemm::template micro_tile<false, W, R>(x + ci * lda, lda, b, kb, c, cout);
+                T edge[R * W] = {};  // a panel narrower than whole vectors: through a buffer
+                Gemm::template micro_tile<false, W, R>(x + ci * lda, lda, b, kb, edge, W);
+                for (int r = 0; r < R; ++r)
+                  for (int j = 0; j < w; ++j) c[r * cout + j] += edge[r * W + j];
+              });
+            });
+          }
+        }
+      }
+    }
+    for (std::int64_t t = 0; t < kvol; ++t)
+      for (std::int64_t ci = 0; ci < cin; ++ci)
+        for (std::int64_t co = 0; co < cout; ++co) sl.c[co * sl.ldc + ci * kvol + t] = Cs[(t * cin + ci) * cout + co];
   }
 };
 
@@ -351,7 +431,8 @@ struct ConvTeamKernel {
 template <class T>
 ConvSlab<T> largest_slab(const ConvArgs<T>& args) {
   ConvSlab<T> s = args.slab(0);
-  if (args.product == ConvProduct::grad_weight) s.k = (args.g.out_pix() + args.pieces - 1) / args.pieces;
+  if (args.product == ConvProduct::grad_weight)
+    s.k = (args.g.out[0] * args.g.out[1] + args.pieces - 1) / args.pieces * args.g.out[2];
   return s;
 }
 
@@ -374,6 +455,12 @@ void run_conv(const char* op, const Backend& backend, const ConvArgs<T>& args) {
     const double elements = macs / host_gemm_macs_per_element;
     with_grain(backend, elements < 1e18 ? static_cast<std::int64_t>(elements) : INT64_MAX, [&](const auto& on) {
       using On = std::decay_t<decltype(on)>;
+      using Weight = ConvWeightHostKernel<T, TeamMember<On>>;
+      if (Weight::applies(args)) {
+        if (args.slabs() > INT32_MAX) fail<ShapeError>(op, "the convolution has more slabs than one launch can hold");
+        return run(op, on, fixed_team_policy(on, static_cast<int>(args.slabs()), 1, TeamScratch{1, Weight::scratch_bytes(args.g)}),
+                   Weight{args});
+      }
       using Kernel = ConvHostKernel<T, TeamMember<On>>;
       const std::int64_t threads = on.space.concurrency();
       const int per_slab = static_cast<int>(std::max<std::int64_t>(1, (threads + args.slabs() - 1) / args.slabs()));
@@ -438,13 +525,13 @@ Tensor conv_grad_input(const char* op, const ConvGeometry& g, int dims, const Te
 }
 
 /// \brief dW (the weight's shape `w_shape`) from X (any strided view) and dY. The sum over
-/// pixels is cut into slabs of at least 1024 pixels (batch items times pieces), about 64 of them,
+/// pixels is cut into slabs of whole output rows, at least 1024 pixels (batch items times pieces), about 64 of them,
 /// each written to its own partial product and then summed: parallel work for a single batch item,
 /// and slabs that do not depend on the number of threads.
 Tensor conv_grad_weight(const char* op, const ConvGeometry& g, int dims, const Tensor& x, const Tensor& dy, const Shape& w_shape) {
   if (g.batch == 0) return zeros(w_shape, x.device(), x.dtype());
   const std::int64_t wanted = (64 + g.batch * g.groups - 1) / (g.batch * g.groups);
-  const std::int64_t pieces = std::max<std::int64_t>(1, std::min(wanted, g.out_pix() / 1024));
+  const std::int64_t pieces = std::max<std::int64_t>(1, std::min({wanted, g.out_pix() / 1024, g.out[0] * g.out[1]}));
   const std::int64_t chunks = g.batch * pieces;
   const Tensor partial = conv_product(op, ConvProduct::grad_weight, g, dims, dy.contiguous(), x, nullptr, pieces,
                                       {chunks, g.groups * g.cout_g, g.cin_g * g.kvol()});
