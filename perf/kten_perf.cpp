@@ -494,6 +494,31 @@ std::string rows_json(const char* kind, std::int64_t rows, std::int64_t cols) {
   return std::string("{\"kind\":\"") + kind + "\",\"rows\":" + std::to_string(rows) + ",\"cols\":" + std::to_string(cols) + "}";
 }
 
+// --- Convolutions (issue 31) ---
+std::string conv_json(const kten::perf::ConvShape& c) {
+  std::string spatial;
+  for (std::int64_t e : c.spatial) spatial += (spatial.empty() ? "" : ",") + std::to_string(e);
+  return "{\"kind\":\"conv\",\"batch\":" + std::to_string(c.batch) + ",\"channels\":" + std::to_string(c.channels) +
+         ",\"spatial\":[" + spatial + "],\"kernel\":" + std::to_string(c.kernel) + "}";
+}
+// conv2d / conv3d forward and backward to x, the weight and the bias, a fresh gradient each call.
+std::function<void()> kten_conv_forward_backward(const kten::perf::ConvShape& c) {
+  const Device d = config.device;
+  kten::Shape x_shape{c.batch, c.channels}, w_shape{c.channels, c.channels};
+  for (std::int64_t e : c.spatial) x_shape.push_back(e), w_shape.push_back(c.kernel);
+  auto x = kten::rand(x_shape, d, 1), w = kten::rand(w_shape, d, 2), b = kten::rand({c.channels}, d, 3), g = kten::rand(x_shape, d, 4);
+  x.requires_grad_();
+  w.requires_grad_();
+  b.requires_grad_();
+  const std::int64_t pad = c.kernel / 2;
+  return [=]() mutable {
+    x.set_grad(Tensor());
+    w.set_grad(Tensor());
+    b.set_grad(Tensor());
+    (c.spatial.size() == 2 ? kten::conv2d(x, w, b, {1}, {pad}) : kten::conv3d(x, w, b, {1}, {pad})).backward(g);
+  };
+}
+
 // LIBTORCH(f) is libtorch's closure f where libtorch is built in, and nothing elsewhere.
 #ifdef KTEN_PERF_LIBTORCH
 #define LIBTORCH(f) , f
@@ -563,6 +588,10 @@ std::vector<PeerWorkload> peer_workloads() {
   w.push_back({"gelu", "exact GELU of " + size + ", forward + backward", ">= 1.0", rows_json("gelu", rows, cols),
                [=] { return kten_forward_backward(rows, cols, [](const Tensor& x) { return kten::gelu(x); }); }
                LIBTORCH([=] { return lt::gelu_forward_backward(rows, cols); })});
+  // --- Convolutions (issue 31): forward and backward to x, the weight and the bias ---
+  for (const kten::perf::ConvShape& c : kten::perf::conv_shapes(config.quick))
+    w.push_back({c.name, c.name + ", padding " + std::to_string(c.kernel / 2) + ", forward + backward", ">= 1.5", conv_json(c),
+                 [=] { return kten_conv_forward_backward(c); } LIBTORCH([=] { return lt::conv_forward_backward(c); })});
   return w;
 }
 #undef LIBTORCH
@@ -1138,6 +1167,18 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
                   ratio(seconds("linear/forward"), seconds("linear/gemm"))});
   rows.push_back({"mlp_step_autograd_vs_handwritten", "3-layer MLP training step: loss.backward() time / hand-written backward time",
                   "<= 1.10", ratio(seconds("train/mlp_autograd"), seconds("train/mlp_handwritten"))});
+  // --- Convolutions (issue 31): forward + backward (3 products of the forward's multiply-adds each)
+  // in GFLOP/s against kten's own float32 GEMM at its best measured size.
+  const auto gemm = best_rate([&] {
+    std::vector<std::string> names;
+    for (auto n : sizes) names.push_back("gemm/kten/float32/" + std::to_string(n));
+    return names;
+  }());
+  for (const kten::perf::ConvShape& c : kten::perf::conv_shapes(config.quick)) {
+    const double s = seconds("peer/" + c.name + "/kten");
+    rows.push_back({c.name + "_vs_gemm", c.name + " forward + backward, GFLOP/s vs kten's float32 GEMM (" + gemm.second + ")",
+                    ">= 0.60", ratio(s > 0 ? 3 * 2 * c.macs() / s : 0, gemm.first)});
+  }
   if (config.device.is_gpu() && !kten::gpus_are_emulated()) {
     rows.push_back({"launch_overhead_us", "one small op, launch to completion, minus a raw CUDA launch (microseconds)",
                      "<= 2", (seconds("launch/kten") - seconds("launch/raw")) * 1e6});

@@ -58,6 +58,19 @@ def make(shape, device):
             with torch.inference_mode():
                 x + y
         return add
+    if kind == "conv":  # convolutions (issue 31): forward and backward to x, weight and bias
+        size = [shape["batch"], shape["channels"]] + shape["spatial"]
+        c, k = shape["channels"], shape["kernel"]
+        x = torch.rand(size, device=device, requires_grad=True)
+        w = torch.rand([c, c] + [k] * len(shape["spatial"]), device=device, requires_grad=True)
+        b = torch.rand(c, device=device, requires_grad=True)
+        g = torch.rand(size, device=device)
+        conv = torch.nn.functional.conv2d if len(shape["spatial"]) == 2 else torch.nn.functional.conv3d
+
+        def conv_forward_backward():
+            x.grad = w.grad = b.grad = None
+            conv(x, w, b, padding=k // 2).backward(g)
+        return conv_forward_backward
     rows, cols = shape["rows"], shape["cols"]
     x = torch.rand(rows, cols, device=device, requires_grad=True)
     g = torch.rand(rows, cols, device=device)

@@ -232,4 +232,49 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// \brief Transposed view of a 2-D tensor (x.transpose(); shares storage, no copy).
 Tensor transpose(const Tensor& x);
 
+// --- Convolutions and padding (issue 31) ------------------------------------------------------
+
+namespace nn {
+/// \brief How pad() and the convolution layers fill the border: zeros (or a constant value),
+/// reflect (mirrored without repeating the edge; a pad must be smaller than its axis), replicate
+/// (the edge element repeated) or circular (periodic; a pad must be at most its axis).
+enum class PaddingMode { zeros, reflect, replicate, circular };
+}  // namespace nn
+
+/// \brief F.pad: pads the last axes of x, `pads` = (before, after) pairs from the last axis
+/// backwards (PyTorch's order: {left, right, top, bottom, ...}), every pad >= 0. zeros fills with
+/// `value` (PyTorch's 'constant' mode); the other modes as nn::PaddingMode says, on any rank.
+/// ShapeError naming the shapes for an odd or too long list, a negative pad, or a pad the mode
+/// cannot take. Differentiable (the gradient sums every output element back to its source).
+Tensor pad(const Tensor& x, const Shape& pads, nn::PaddingMode mode = nn::PaddingMode::zeros, double value = 0);
+
+/// \brief F.conv1d: x (N, C_in, L) or (C_in, L) unbatched, w (C_out, C_in / groups, k), b (C_out)
+/// or undefined (no bias). stride, padding and dilation hold one value for every spatial axis or
+/// one per axis. Implicit GEMM on the host, a tiled team kernel on GPUs. ShapeError naming the
+/// shapes for channels that do not match the weight, groups that do not divide the channels, a
+/// kernel larger than the padded input or an output size below 1. Differentiable in x, w and b.
+Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b = {}, const Shape& stride = {1}, const Shape& padding = {0},
+              const Shape& dilation = {1}, std::int64_t groups = 1);
+/// \brief F.conv2d on (N, C, H, W) or (C, H, W), as conv1d.
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b = {}, const Shape& stride = {1}, const Shape& padding = {0},
+              const Shape& dilation = {1}, std::int64_t groups = 1);
+/// \brief F.conv3d on (N, C, D, H, W) or (C, D, H, W), as conv1d.
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b = {}, const Shape& stride = {1}, const Shape& padding = {0},
+              const Shape& dilation = {1}, std::int64_t groups = 1);
+/// \brief F.conv_transpose1d (the gradient of conv1d with respect to its input): x (N, C_in, L),
+/// w (C_in, C_out / groups, k), b (C_out) or undefined; output length (L - 1) stride - 2 padding
+/// + dilation (k - 1) + output_padding + 1, output_padding smaller than stride or dilation.
+/// Errors and gradients as conv1d.
+Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& b = {}, const Shape& stride = {1},
+                        const Shape& padding = {0}, const Shape& output_padding = {0}, std::int64_t groups = 1,
+                        const Shape& dilation = {1});
+/// \brief F.conv_transpose2d on (N, C, H, W) or (C, H, W), as conv_transpose1d.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b = {}, const Shape& stride = {1},
+                        const Shape& padding = {0}, const Shape& output_padding = {0}, std::int64_t groups = 1,
+                        const Shape& dilation = {1});
+/// \brief F.conv_transpose3d on (N, C, D, H, W) or (C, D, H, W), as conv_transpose1d.
+Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const Tensor& b = {}, const Shape& stride = {1},
+                        const Shape& padding = {0}, const Shape& output_padding = {0}, std::int64_t groups = 1,
+                        const Shape& dilation = {1});
+
 }  // namespace kten

@@ -83,4 +83,20 @@ std::function<void()> gelu_forward_backward(std::int64_t rows, std::int64_t cols
   return forward_backward(rows, cols, [](const torch::Tensor& x) { return torch::gelu(x); });
 }
 
+// Convolutions (issue 31): F.conv2d / F.conv3d as a model calls them, a fresh input gradient each call.
+std::function<void()> conv_forward_backward(const ConvShape& s) {
+  std::vector<std::int64_t> x_shape{s.batch, s.channels}, w_shape{s.channels, s.channels};
+  for (std::int64_t e : s.spatial) x_shape.push_back(e), w_shape.push_back(s.kernel);
+  auto x = torch::rand(x_shape).requires_grad_(), w = torch::rand(w_shape).requires_grad_(), b = torch::rand({s.channels}).requires_grad_();
+  std::vector<std::int64_t> out_shape = x_shape;
+  auto g = torch::rand(out_shape);
+  const std::int64_t pad = s.kernel / 2;
+  return [=]() mutable {
+    x.mutable_grad().reset();
+    w.mutable_grad().reset();
+    b.mutable_grad().reset();
+    (s.spatial.size() == 2 ? torch::conv2d(x, w, b, 1, pad) : torch::conv3d(x, w, b, 1, pad)).backward(g);
+  };
+}
+
 }  // namespace kten::perf::libtorch

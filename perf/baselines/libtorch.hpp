@@ -29,6 +29,30 @@ enum class Optimizer { sgd, adam };
 inline std::int64_t activation_rows(bool quick) { return quick ? 256 : 4096; }
 inline std::int64_t activation_cols(bool quick) { return quick ? 256 : 1024; }
 
+// --- Convolutions (issue 31) ---
+/// \brief A convolution row: x (batch, channels, spatial...) through a kernel of `kernel` per axis,
+/// padding kernel / 2, channels in = channels out, with a bias.
+struct ConvShape {
+  std::string name;  ///< \brief "conv2d_8x32x64x64_3x3"
+  std::int64_t batch, channels;
+  std::vector<std::int64_t> spatial;
+  std::int64_t kernel;
+  /// \brief Multiply-adds of the forward (the input and weight gradients cost as much each).
+  double macs() const {
+    double pixels = 1, taps = 1;
+    for (std::int64_t s : spatial) pixels *= static_cast<double>(s), taps *= static_cast<double>(kernel);
+    return static_cast<double>(batch) * channels * channels * taps * pixels;
+  }
+};
+/// \brief The U-Net sizes of issue 31 (8x32x64x64 3x3, 1x64x128x128 3x3, 2x16x32x32x32 3x3x3);
+/// quarter-size grids in quick mode.
+inline std::vector<ConvShape> conv_shapes(bool quick) {
+  const std::int64_t q = quick ? 2 : 1;
+  return {{"conv2d_8x32x64x64_3x3", 8, 32, {64 / q, 64 / q}, 3},
+          {"conv2d_1x64x128x128_3x3", 1, 64, {128 / q, 128 / q}, 3},
+          {"conv3d_2x16x32x32x32_3x3x3", 2, 16, {32 / q, 32 / q, 32 / q}, 3}};
+}
+
 namespace libtorch {
 
 /// \brief "1.13.1".
@@ -50,6 +74,8 @@ std::function<void()> softmax_forward_backward(std::int64_t rows, std::int64_t c
 std::function<void()> layer_norm_forward_backward(std::int64_t rows, std::int64_t cols);
 /// \brief exact GELU, forward and backward to the input.
 std::function<void()> gelu_forward_backward(std::int64_t rows, std::int64_t cols);
+/// \brief The convolution's forward and backward to the input, weight and bias (convolutions, issue 31).
+std::function<void()> conv_forward_backward(const ConvShape& shape);
 
 }  // namespace libtorch
 }  // namespace kten::perf

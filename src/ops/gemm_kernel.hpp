@@ -110,26 +110,28 @@ struct HostGemmKernel {
     return sizeof(T) * (static_cast<std::size_t>(KC) * plan.cols + MR * KC) + 2 * 64;
   }
 
-  /// \brief c (MR x Cols, row stride ldc) += a b over kb steps of k. a(r, p) is a[p * MR + r] when
+  /// \brief c (Rows x Cols, row stride ldc) += a b over kb steps of k. a(r, p) is a[p * MR + r] when
   /// Packed, else a[r * lda + p]; b is a packed micro-panel (rows of NR), of which the first Cols
-  /// columns are used. No branches around the loop: with them GCC keeps fewer accumulators in the
-  /// 16 registers of AVX2 and spills the rest.
-  template <bool Packed, int Cols>
+  /// columns are used. Rows is MR but for the convolutions' shorter strips (conv.cpp), which split
+  /// a few channels evenly rather than pad the last strip to MR rows. No branches around the loop:
+  /// with them GCC keeps fewer accumulators in the 16 registers of AVX2 and spills the rest.
+  template <bool Packed, int Cols, int Rows = MR>
   KOKKOS_INLINE_FUNCTION static void micro_tile(const T* a, std::int64_t lda, const T* b, int kb, T* c,
                                                 std::int64_t ldc) {
-    T acc[MR * Cols];
-    for (int r = 0; r < MR; ++r)
+    static_assert(Rows >= 1 && Rows <= MR, "a micro-tile holds at most MR rows");
+    T acc[Rows * Cols];
+    for (int r = 0; r < Rows; ++r)
       for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = c[r * ldc + j];
     for (int p = 0; p < kb; ++p) {
       const T* bp = b + p * NR;
       KTEN_UNROLL
-      for (int r = 0; r < MR; ++r) {
+      for (int r = 0; r < Rows; ++r) {
         const T av = Packed ? a[p * MR + r] : a[r * lda + p];
         KTEN_UNROLL
         for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = host_fma(av, bp[j], acc[r * Cols + j]);
       }
     }
-    for (int r = 0; r < MR; ++r)
+    for (int r = 0; r < Rows; ++r)
       for (int j = 0; j < Cols; ++j) c[r * ldc + j] = acc[r * Cols + j];
   }
 
@@ -342,63 +344,79 @@ static_assert(check_gpu_kernel_shape<GpuVendor::nvidia>() && check_gpu_kernel_sh
 static_assert(GpuKernelShape<this_gpu_vendor>::warp_size == this_gpu_warp_size,
               "the shapes' warp is the hardware's (Kokkos' wavefront width on AMD)");
 
+/// \brief One team's BM x BN tile of C = op(A) op(B) at (i0, j0), C being m x n with k-deep
+/// products: the team loads BK-deep slices through load_a(i, p) and load_b(p, j) (global indices,
+/// inside the product; zero is loaded past its edges), adjacent threads along whichever index
+/// `a_k_contiguous` / `b_n_contiguous` say is contiguous in memory, then each thread multiplies its
+/// micro-tile from registers; store(i, j, sum) writes each result inside C. The GEMM reads strided
+/// operands through it, the convolutions gather their implicit im2col operand (conv.cpp).
+template <class T, class Tile, class Member, class LoadA, class LoadB, class Store>
+KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, std::int64_t j0, std::int64_t m,
+                                           std::int64_t n, std::int64_t k, bool a_k_contiguous, bool b_n_contiguous,
+                                           const LoadA& load_a, const LoadB& load_b, const Store& store) {
+  constexpr int V = Tile::V, BM = Tile::BM, BN = Tile::BN, BK = Tile::BK;
+  using Vec = typename Tile::Vec;
+  Vec* As = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16));
+  Vec* Bs = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16));
+  const int rank = team.team_rank();
+  T acc[2 * V][2 * V] = {};
+  for (std::int64_t k0 = 0; k0 < k; k0 += BK) {
+    for (int e = rank; e < BM * BK; e += Tile::threads) {
+      int i, p;
+      Tile::a_element(e, a_k_contiguous, i, p);
+      const std::int64_t gi = i0 + i, gp = k0 + p;
+      const int o = Tile::a_offset(i, p);
+      As[o / V].v[o % V] = gi < m && gp < k ? load_a(gi, gp) : T(0);
+    }
+    for (int e = rank; e < BK * BN; e += Tile::threads) {
+      int p, j;
+      Tile::b_element(e, b_n_contiguous, p, j);
+      const std::int64_t gp = k0 + p, gj = j0 + j;
+      const int o = Tile::b_offset(p, j);
+      Bs[o / V].v[o % V] = gp < k && gj < n ? load_b(gp, gj) : T(0);
+    }
+    team.team_barrier();
+    for (int p = 0; p < BK; ++p) {
+      Vec a[2], b[2];
+      for (int h = 0; h < 2; ++h) {
+        a[h] = As[Tile::a_offset(Tile::thread_row(rank, h), p) / V];
+        b[h] = Bs[Tile::b_offset(p, Tile::thread_col(rank, h)) / V];
+      }
+      KTEN_UNROLL
+      for (int r = 0; r < 2 * V; ++r) {
+        KTEN_UNROLL
+        for (int c = 0; c < 2 * V; ++c)
+          acc[r][c] = compat::fma(a[r / V].v[r % V], b[c / V].v[c % V], acc[r][c]);
+      }
+    }
+    team.team_barrier();  // the next slice overwrites the scratch
+  }
+  for (int r = 0; r < 2 * V; ++r) {
+    const std::int64_t i = i0 + Tile::thread_row(rank, r / V) + r % V;
+    if (i >= m) continue;
+    for (int c = 0; c < 2 * V; ++c) {
+      const std::int64_t j = j0 + Tile::thread_col(rank, c / V) + c % V;
+      if (j < n) store(i, j, acc[r][c]);
+    }
+  }
+}
+
 template <class T, class Tile, class Member>
 struct TeamGemmKernel {
   GemmArgs<T> args;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const auto& [A, B, C, bias, accumulate, s, tiles_n] = args;
-    constexpr int V = Tile::V, BM = Tile::BM, BN = Tile::BN, BK = Tile::BK;
-    using Vec = typename Tile::Vec;
-    Vec* As = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16));
-    Vec* Bs = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16));
-    const int rank = team.team_rank();
-    const std::int64_t i0 = (team.league_rank() / tiles_n) * BM, j0 = (team.league_rank() % tiles_n) * BN;
-    const bool a_k_contiguous = s.a_col == 1, b_n_contiguous = s.b_col == 1;
-    T acc[2 * V][2 * V] = {};
-    for (std::int64_t k0 = 0; k0 < s.k; k0 += BK) {
-      for (int e = rank; e < BM * BK; e += Tile::threads) {
-        int i, p;
-        Tile::a_element(e, a_k_contiguous, i, p);
-        const std::int64_t gi = i0 + i, gp = k0 + p;
-        const int o = Tile::a_offset(i, p);
-        As[o / V].v[o % V] = gi < s.m && gp < s.k ? A[gi * s.a_row + gp * s.a_col] : T(0);
-      }
-      for (int e = rank; e < BK * BN; e += Tile::threads) {
-        int p, j;
-        Tile::b_element(e, b_n_contiguous, p, j);
-        const std::int64_t gp = k0 + p, gj = j0 + j;
-        const int o = Tile::b_offset(p, j);
-        Bs[o / V].v[o % V] = gp < s.k && gj < s.n ? B[gp * s.b_row + gj * s.b_col] : T(0);
-      }
-      team.team_barrier();
-      for (int p = 0; p < BK; ++p) {
-        Vec a[2], b[2];
-        for (int h = 0; h < 2; ++h) {
-          a[h] = As[Tile::a_offset(Tile::thread_row(rank, h), p) / V];
-          b[h] = Bs[Tile::b_offset(p, Tile::thread_col(rank, h)) / V];
-        }
-        KTEN_UNROLL
-        for (int r = 0; r < 2 * V; ++r) {
-          KTEN_UNROLL
-          for (int c = 0; c < 2 * V; ++c)
-            acc[r][c] = compat::fma(a[r / V].v[r % V], b[c / V].v[c % V], acc[r][c]);
-        }
-      }
-      team.team_barrier();  // the next slice overwrites the scratch
-    }
-    for (int r = 0; r < 2 * V; ++r) {
-      const std::int64_t i = i0 + Tile::thread_row(rank, r / V) + r % V;
-      if (i >= s.m) continue;
-      for (int c = 0; c < 2 * V; ++c) {
-        const std::int64_t j = j0 + Tile::thread_col(rank, c / V) + c % V;
-        if (j >= s.n) continue;
-        T v = acc[r][c];
-        if (bias) v += bias[j];
-        if (accumulate) v += C[i * s.n + j];
-        C[i * s.n + j] = v;
-      }
-    }
+    const std::int64_t i0 = (team.league_rank() / tiles_n) * Tile::BM, j0 = (team.league_rank() % tiles_n) * Tile::BN;
+    team_gemm_tile<T, Tile>(
+        team, i0, j0, s.m, s.n, s.k, s.a_col == 1, s.b_col == 1,
+        [&](std::int64_t i, std::int64_t p) { return A[i * s.a_row + p * s.a_col]; },
+        [&](std::int64_t p, std::int64_t j) { return B[p * s.b_row + j * s.b_col]; },
+        [&](std::int64_t i, std::int64_t j, T v) {
+          if (bias) v += bias[j];
+          if (accumulate) v += C[i * s.n + j];
+          C[i * s.n + j] = v;
+        });
   }
 };
 

@@ -55,7 +55,12 @@ namespace {
 
 std::vector<OpDef> all_ops() {
   std::vector<OpDef> all;
-  for (std::vector<OpDef> (*family)() : {elementwise_ops, unary_math_ops, activation_ops, binary_math_ops, compare_ops, reduce_ops, extremum_ops, softmax_ops, indexing_ops, linalg_ops, view_ops})
+  // One family per line: each op family's file ends with its rows.
+  for (std::vector<OpDef> (*family)() : {
+           elementwise_ops, unary_math_ops, activation_ops, binary_math_ops, compare_ops, reduce_ops, extremum_ops,
+           softmax_ops, indexing_ops, linalg_ops, view_ops,
+           conv_ops,  // convolutions and padding
+       })
     for (OpDef& op : family()) all.push_back(std::move(op));
   std::unordered_set<std::string> names;
   for (const OpDef& op : all)

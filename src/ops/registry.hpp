@@ -84,5 +84,7 @@ std::vector<OpDef> softmax_ops();
 std::vector<OpDef> indexing_ops();
 std::vector<OpDef> linalg_ops();
 std::vector<OpDef> view_ops();
+// Convolutions and padding (issue 31)
+std::vector<OpDef> conv_ops();
 
 }  // namespace kten::ops

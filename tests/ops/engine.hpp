@@ -115,7 +115,9 @@ class Case {
       if (strided) choose_view(rng, in, domain != Domain::distinct);
       else in.base_shape = in.shape;
       in.base_values = draw(rng, domain, numel_of(in.base_shape));
-      if (pass_ == special_pass) plant_specials(rng, in.base_values, row_.infinities);
+      const bool plants = row_.special_inputs.empty() ||
+                          std::find(row_.special_inputs.begin(), row_.special_inputs.end(), static_cast<int>(i)) != row_.special_inputs.end();
+      if (pass_ == special_pass && plants) plant_specials(rng, in.base_values, row_.infinities);
       inputs_.push_back(std::move(in));
     }
     ++summary_.cases;
@@ -405,6 +407,7 @@ Summary run_rows_with(const std::vector<Row>& rows, const Config& config, std::o
           << static_cast<long>(ms[r]) << " ms"
           << (row.special_grad ? "" : " (NaN/inf gradients not compared: " + row.special_grad_note + ")")
           << (row.infinities ? "" : " (NaN planted, no infinities: " + row.infinities_note + ")")
+          << (row.special_inputs.empty() ? "" : " (NaN/inf planted in some inputs only: " + row.special_inputs_note + ")")
           << (row.torch64 ? " (the reference in float64 for float32: " + row.torch64_note + ")" : "") << "\n";
     }
   return summary;

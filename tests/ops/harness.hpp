@@ -111,6 +111,8 @@ struct Row {
   std::string special_grad_note;
   bool infinities = true;      // the NaN/inf pass plants infinities too (else NaN only)
   std::string infinities_note;
+  std::vector<int> special_inputs;  // the inputs the NaN/inf pass plants in (empty: every one)
+  std::string special_inputs_note;
   // Tolerances relative to the op applied to |inputs| (and |w| for gradients) instead of to the
   // result: sums and products, whose rounding scales with their terms, not with a cancelled result,
   // and with their length: rtol, or (n + 1) u for n terms when that is larger (the bound any order
@@ -148,6 +150,13 @@ struct Row {
   Row no_infinities(std::string why) && {
     infinities = false;
     infinities_note = std::move(why);
+    return std::move(*this);
+  }
+  /// The NaN/inf pass plants in these inputs only, saying why (where PyTorch adds a special value
+  /// of another input to nothing: a convolution's weight meeting the zero padding).
+  Row specials_in(std::vector<int> inputs, std::string why) && {
+    special_inputs = std::move(inputs);
+    special_inputs_note = std::move(why);
     return std::move(*this);
   }
   /// Tolerances relative to the size of the terms (see term_scale).

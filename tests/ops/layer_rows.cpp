@@ -4,6 +4,7 @@
 // parameters are inputs of its row, copied into both sides: the kten layer's parameter slots take
 // the harness's tensors, and PyTorch's functional form of torch::nn's module (at::layer_norm,
 // at::linear, at::huber_loss, ...: what the module's forward calls) takes the same values.
+#include <algorithm>
 #include <random>
 
 #include "harness.hpp"
@@ -86,6 +87,53 @@ const char* const kLayerNorm32 = "PyTorch's float32 layer_norm is off by up to 2
 constexpr double kLayerNormAtol32 = 5e-5;
 const char* const kLayerNormAtInf = "a row holding an infinity normalises to NaN in kten; PyTorch's fused formula leaves some elements infinite";
 
+
+// --- Convolution layers (issue 31) ---------------------------------------------------------------
+
+// x (N, C_in, spatial...) of `dims` axes each at least `least`, the weight (C_out, C_in, k...), or
+// (C_in, C_out, k...) transposed, and the bias (C_out).
+ShapeGen conv_layer_shapes(int dims, std::int64_t k, std::int64_t least, bool transposed) {
+  return {3, [=](Rng& rng, const ShapeOptions& o) {
+            const std::int64_t n = o.empty ? 0 : o.small ? 1 : 2, cin = o.small ? 1 : pick(rng, 1, 3), cout = o.small ? 1 : pick(rng, 1, 3);
+            std::int64_t extent = least + (o.small ? 0 : pick(rng, 0, 2));
+            if (o.large) extent = std::max<std::int64_t>(least, dims == 1 ? 2000 : dims == 2 ? 45 : 13);
+            Shape x{n, o.large ? 3 : cin}, w{transposed ? x[1] : cout, transposed ? cout : x[1]};
+            for (int a = 0; a < dims; ++a) x.push_back(extent), w.push_back(k);
+            return std::vector<Shape>{x, w, {transposed ? w[1] : w[0]}};
+          }};
+}
+
+// A convolution multiplies the zero padding by the weight (NaN for an infinite or NaN weight), as
+// im2col does; PyTorch's oneDNN and col2im skip those taps: special values go into x only.
+const char* const kConvSpecials = "a NaN or infinite weight times the zero padding is NaN in kten (as im2col), skipped by PyTorch's oneDNN and col2im";
+
+// The layer of `dims` axes for x[0] and x[1]'s channels and kernel, its parameters then replaced
+// by x[1] and x[2].
+kten::Tensor conv_layer(int dims, kten::nn::PaddingMode mode, std::int64_t stride, std::int64_t padding, const KtenArgs& x) {
+  kten::nn::ConvOptions o;
+  o.stride = {stride};
+  o.padding = {padding};
+  o.padding_mode = mode;
+  o.dtype = x[0].dtype();
+  o.seed = 0;
+  const kten::Shape k{x[1].size(2)};
+  if (dims == 1) return apply(kten::nn::Conv1d(x[0].size(1), x[1].size(0), k, o), x);
+  if (dims == 2) return apply(kten::nn::Conv2d(x[0].size(1), x[1].size(0), k, o), x);
+  return apply(kten::nn::Conv3d(x[0].size(1), x[1].size(0), k, o), x);
+}
+kten::Tensor conv_transpose_layer(int dims, std::int64_t stride, std::int64_t padding, std::int64_t output_padding, const KtenArgs& x) {
+  kten::nn::ConvTransposeOptions o;
+  o.stride = {stride};
+  o.padding = {padding};
+  o.output_padding = {output_padding};
+  o.dtype = x[0].dtype();
+  o.seed = 0;
+  const kten::Shape k{x[1].size(2)};
+  if (dims == 1) return apply(kten::nn::ConvTranspose1d(x[0].size(1), x[1].size(1), k, o), x);
+  if (dims == 2) return apply(kten::nn::ConvTranspose2d(x[0].size(1), x[1].size(1), k, o), x);
+  return apply(kten::nn::ConvTranspose3d(x[0].size(1), x[1].size(1), k, o), x);
+}
+
 }  // namespace
 
 std::vector<Row> layer_table() {
@@ -128,6 +176,24 @@ std::vector<Row> layer_table() {
       Row("nn::CrossEntropyLoss (one example)", same_shape(1, 1),
           KTEN(kten::nn::CrossEntropyLoss()(x[0].reshape({-1}), kten::tensor(std::vector<std::int64_t>{x[0].numel() / 2}, x[0].device()).reshape({}))),
           TORCH(at::cross_entropy_loss(x[0].reshape({-1}), at::scalar_tensor(x[0].numel() / 2, at::kLong)))).sums().no_empty(),
+      // --- Convolution layers (issue 31): torch::nn::Conv*'s forward pads with F.pad for the
+      // non-zeros modes, then convolves without padding.
+      Row("nn::Conv1d(3, padding 1 reflect)", conv_layer_shapes(1, 3, 2, false), KTEN(conv_layer(1, kten::nn::PaddingMode::reflect, 1, 1, x)),
+          TORCH(at::conv1d(at::pad(x[0], {1, 1}, "reflect"), x[1], x[2]))).sums().specials_in({0}, kConvSpecials),
+      Row("nn::Conv2d(3, padding 1)", conv_layer_shapes(2, 3, 1, false), KTEN(conv_layer(2, kten::nn::PaddingMode::zeros, 1, 1, x)),
+          TORCH(at::conv2d(x[0], x[1], x[2], 1, 1))).sums().specials_in({0}, kConvSpecials),
+      Row("nn::Conv2d(3, stride 2, padding 1 circular)", conv_layer_shapes(2, 3, 1, false), KTEN(conv_layer(2, kten::nn::PaddingMode::circular, 2, 1, x)),
+          TORCH(at::conv2d(at::pad(x[0], {1, 1, 1, 1}, "circular"), x[1], x[2], 2))).sums().specials_in({0}, kConvSpecials),
+      Row("nn::Conv2d(3, padding 2 replicate)", conv_layer_shapes(2, 3, 1, false), KTEN(conv_layer(2, kten::nn::PaddingMode::replicate, 1, 2, x)),
+          TORCH(at::conv2d(at::pad(x[0], {2, 2, 2, 2}, "replicate"), x[1], x[2]))).sums().specials_in({0}, kConvSpecials),
+      Row("nn::Conv3d(2, padding 1 circular)", conv_layer_shapes(3, 2, 1, false), KTEN(conv_layer(3, kten::nn::PaddingMode::circular, 1, 1, x)),
+          TORCH(at::conv3d(at::pad(x[0], {1, 1, 1, 1, 1, 1}, "circular"), x[1], x[2]))).sums().specials_in({0}, kConvSpecials),
+      Row("nn::ConvTranspose1d(3, stride 2, padding 1, output_padding 1)", conv_layer_shapes(1, 3, 1, true),
+          KTEN(conv_transpose_layer(1, 2, 1, 1, x)), TORCH(at::conv_transpose1d(x[0], x[1], x[2], 2, 1, 1))).sums().specials_in({0}, kConvSpecials),
+      Row("nn::ConvTranspose2d(2, stride 2)", conv_layer_shapes(2, 2, 1, true), KTEN(conv_transpose_layer(2, 2, 0, 0, x)),
+          TORCH(at::conv_transpose2d(x[0], x[1], x[2], 2))).sums().specials_in({0}, kConvSpecials),
+      Row("nn::ConvTranspose3d(3, padding 1)", conv_layer_shapes(3, 3, 1, true), KTEN(conv_transpose_layer(3, 1, 1, 0, x)),
+          TORCH(at::conv_transpose3d(x[0], x[1], x[2], 1, 1))).sums().specials_in({0}, kConvSpecials),
   };
 }
 

@@ -14,6 +14,9 @@
 // for transcendental ops that need it, .float64_reference("why") where PyTorch's own float32 result
 // is less accurate than that, and .no_special_grad("why") where PyTorch's gradient at NaN or inf is
 // an accident of its formula rather than a definition. harness.hpp says what each means.
+#include <algorithm>
+#include <cmath>
+
 #include "harness.hpp"
 
 namespace kten::harness {
@@ -80,6 +83,113 @@ kten::DType other(kten::DType d) { return d == kten::float32 ? kten::float64 : k
 #ifdef KTEN_HARNESS_TORCH
 at::ScalarType other(at::ScalarType d) { return d == at::kFloat ? at::kDouble : at::kFloat; }
 #endif
+
+
+// --- Convolutions and padding (issue 31) ---------------------------------------------------------
+
+// One convolution row's sizes (one value for every spatial axis).
+struct ConvCase {
+  int dims;
+  std::int64_t k = 3, stride = 1, pad = 0, dil = 1, groups = 1, out_pad = 0;
+  bool transposed = false;
+  bool depthwise = false;  // one input channel per group
+};
+
+std::int64_t pick(Rng& rng, std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); }
+
+// x (N, C, spatial...), the weight ((C_out, C_in/g, k...), or (C_in, C_out/g, k...) transposed) and
+// the bias (C_out): one item of one channel per group when small, 6,000 to 20,000 input elements
+// when large, a batch of 0 when empty.
+ShapeGen conv_shapes(ConvCase c, int arity = 3) {
+  return {arity, [c, arity](Rng& rng, const ShapeOptions& o) {
+            const std::int64_t span = c.dil * (c.k - 1) + 1;
+            const std::int64_t least = c.transposed ? 1 : std::max<std::int64_t>(1, span - 2 * c.pad);
+            std::int64_t n = o.small ? 1 : pick(rng, 1, 2), cin_g = o.small || c.depthwise ? 1 : pick(rng, 1, 3),
+                         cout_g = o.small ? 1 : pick(rng, 1, 3);
+            if (o.large) n = 2, cin_g = c.depthwise ? 1 : 4, cout_g = 4;
+            std::int64_t extent = least + (o.small ? 0 : pick(rng, 0, 3));
+            if (o.large) {
+              const double per_item = static_cast<double>(pick(rng, 6000, 20000)) / static_cast<double>(n * cin_g * c.groups);
+              extent = std::max<std::int64_t>(least, static_cast<std::int64_t>(std::pow(per_item, 1.0 / c.dims)));
+            }
+            if (o.empty) n = 0;
+            Shape x{n, cin_g * c.groups}, w{c.transposed ? cin_g * c.groups : cout_g * c.groups, c.transposed ? cout_g : cin_g};
+            for (int a = 0; a < c.dims; ++a) {
+              x.push_back(a == c.dims - 1 && !o.small && !o.large ? extent + 1 : extent);
+              w.push_back(c.k);
+            }
+            std::vector<Shape> shapes{x, w, {cout_g * c.groups}};
+            shapes.resize(static_cast<std::size_t>(arity));
+            return shapes;
+          }};
+}
+// The registry's attributes of a ConvCase (see conv_ops() in src/ops/conv.cpp).
+ops::OpAttrs conv_attrs(const ConvCase& c) {
+  std::vector<std::int64_t> v;
+  const auto add = [&](std::int64_t value) { v.insert(v.end(), static_cast<std::size_t>(c.dims), value); };
+  add(c.stride);
+  add(c.pad);
+  if (c.transposed) {
+    add(c.out_pad);
+    v.push_back(c.groups);
+    add(c.dil);
+  } else {
+    add(c.dil);
+    v.push_back(c.groups);
+  }
+  return ints(v);
+}
+// A convolution multiplies the zero padding (and a transposed one the stride's gaps) by the weight,
+// as the definition and PyTorch's float64 im2col path do: an infinite or NaN weight there gives NaN.
+// PyTorch's oneDNN (float32) and its input gradient's col2im (and so conv_transpose) add nothing
+// for those taps instead. Special values go into the data input only.
+const char* const kConvSpecials = "a NaN or infinite weight times the zero padding is NaN in kten (as im2col), skipped by PyTorch's oneDNN and col2im";
+
+Row conv_row(const std::string& label, const ConvCase& c) {
+  const std::string name = (c.transposed ? "conv_transpose" : "conv") + std::to_string(c.dims) + "d";
+#ifdef KTEN_HARNESS_TORCH
+  TorchFn torch = [c](const TorchArgs& x) -> at::Tensor {
+    const at::IntArrayRef s(c.stride), p(c.pad), d(c.dil), op(c.out_pad);
+    if (c.transposed)
+      return c.dims == 1 ? at::conv_transpose1d(x[0], x[1], x[2], s, p, op, c.groups, d)
+             : c.dims == 2 ? at::conv_transpose2d(x[0], x[1], x[2], s, p, op, c.groups, d)
+                           : at::conv_transpose3d(x[0], x[1], x[2], s, p, op, c.groups, d);
+    return c.dims == 1 ? at::conv1d(x[0], x[1], x[2], s, p, d, c.groups)
+           : c.dims == 2 ? at::conv2d(x[0], x[1], x[2], s, p, d, c.groups)
+                         : at::conv3d(x[0], x[1], x[2], s, p, d, c.groups);
+  };
+#else
+  TorchFn torch = nullptr;
+#endif
+  return reg(name, name + " " + label, conv_shapes(c), conv_attrs(c), std::move(torch)).sums().specials_in({0}, kConvSpecials);
+}
+
+// (N, C, spatial...) of `dims` spatial axes, each longer than `least` (reflect needs pad < size).
+ShapeGen pad_shapes(int dims, std::int64_t least) {
+  return {1, [dims, least](Rng& rng, const ShapeOptions& o) {
+            Shape x{o.empty ? 0 : o.small ? 1 : o.large ? 2 : pick(rng, 1, 2), o.small ? 1 : o.large ? 3 : pick(rng, 1, 3)};
+            for (int a = 0; a < dims; ++a) x.push_back(o.large ? (dims == 1 ? 1500 : dims == 2 ? 40 : 12) : least + (o.small ? 0 : pick(rng, 0, 3)));
+            return std::vector<Shape>{x};
+          }};
+}
+Row pad_row(int dims, std::vector<std::int64_t> pads, kten::nn::PaddingMode mode, double value = 0) {
+  static const char* const names[] = {"constant", "reflect", "replicate", "circular"};
+  const char* name = names[static_cast<int>(mode)];
+  std::int64_t largest = 0;
+  for (std::int64_t p : pads) largest = std::max(largest, p);
+  ops::OpAttrs a = ints(pads);
+  a.reals = {static_cast<double>(static_cast<int>(mode)), value};
+  std::string label = std::string("pad ") + name + " " + std::to_string(dims) + "-d";
+#ifdef KTEN_HARNESS_TORCH
+  TorchFn torch = [pads, name, mode, value](const TorchArgs& x) {
+    return mode == kten::nn::PaddingMode::zeros ? at::pad(x[0], pads, name, value) : at::pad(x[0], pads, name);
+  };
+#else
+  TorchFn torch = nullptr;
+  (void)value;
+#endif
+  return reg("pad", std::move(label), pad_shapes(dims, largest + 1), std::move(a), std::move(torch));
+}
 
 }  // namespace
 
@@ -229,6 +339,39 @@ std::vector<Row> op_table() {
       reg("Tensor::copyto", "copyto(cpu())", broadcast(1), on_device(kten::cpu()), TORCH(x[0].clone())),
       reg("Tensor::to", "to(cpu())", broadcast(1), on_device(kten::cpu()), TORCH(x[0].clone())),
       reg("Tensor::detach", "detach", broadcast(1), {}, TORCH(x[0].detach())),
+      // --- Convolutions and padding (issue 31) ---
+      conv_row("k3 pad 1", {1, 3, 1, 1}),
+      conv_row("k3 stride 2 dilation 2 groups 2", {1, 3, 2, 0, 2, 2}),
+      conv_row("3x3 pad 1", {2, 3, 1, 1}),
+      conv_row("2x2 stride 2", {2, 2, 2, 0}),
+      conv_row("3x3 pad 2 dilation 2 groups 3", {2, 3, 1, 2, 2, 3}),
+      conv_row("depthwise 3x3 pad 1", {2, 3, 1, 1, 1, 4, 0, false, true}),
+      conv_row("2x2x2 pad 1", {3, 2, 1, 1}),
+      conv_row("3x3x3 pad 1 stride 2", {3, 3, 2, 1}),
+      conv_row("stride 2 pad 1 output_padding 1", {1, 3, 2, 1, 1, 1, 1, true}),
+      conv_row("k4 dilation 2 groups 2", {1, 4, 1, 0, 2, 2, 0, true}),
+      conv_row("3x3 stride 2 pad 1 output_padding 1", {2, 3, 2, 1, 1, 1, 1, true}),
+      conv_row("2x2 stride 2 groups 2", {2, 2, 2, 0, 1, 2, 0, true}),
+      conv_row("2x2x2 stride 2", {3, 2, 2, 0, 1, 1, 0, true}),
+      conv_row("3x3x3 pad 1 dilation 2 output_padding 1", {3, 3, 1, 1, 2, 1, 1, true}),
+      op("conv2d without bias", conv_shapes({2, 3, 1, 1}, 2), KTEN(kten::conv2d(x[0], x[1], {}, {1}, {1})),
+         TORCH(at::conv2d(x[0], x[1], {}, 1, 1))).sums().specials_in({0}, kConvSpecials).covers("conv2d"),
+      op("conv_transpose2d without bias", conv_shapes({2, 3, 2, 1, 1, 1, 1, true}, 2),
+         KTEN(kten::conv_transpose2d(x[0], x[1], {}, {2}, {1}, {1})), TORCH(at::conv_transpose2d(x[0], x[1], {}, 2, 1, 1)))
+          .sums().specials_in({0}, kConvSpecials).covers("conv_transpose2d"),
+      op("conv2d (rows, columns: stride, padding per axis)", conv_shapes({2, 3, 1, 0}), KTEN(kten::conv2d(x[0], x[1], x[2], {1, 2}, {1, 0})),
+         TORCH(at::conv2d(x[0], x[1], x[2], {1, 2}, {1, 0}))).sums().specials_in({0}, kConvSpecials).covers("conv2d"),
+      pad_row(1, {2, 1}, kten::nn::PaddingMode::zeros, 0.5),
+      pad_row(2, {1, 2, 0, 1}, kten::nn::PaddingMode::zeros),
+      pad_row(1, {2, 1}, kten::nn::PaddingMode::reflect),
+      pad_row(2, {1, 2, 2, 1}, kten::nn::PaddingMode::reflect),
+      pad_row(3, {1, 1, 1, 1, 1, 1}, kten::nn::PaddingMode::reflect),
+      pad_row(1, {3, 1}, kten::nn::PaddingMode::replicate),
+      pad_row(2, {1, 2, 2, 1}, kten::nn::PaddingMode::replicate),
+      pad_row(3, {1, 0, 2, 1, 0, 1}, kten::nn::PaddingMode::replicate),
+      pad_row(1, {2, 1}, kten::nn::PaddingMode::circular),
+      pad_row(2, {1, 2, 2, 1}, kten::nn::PaddingMode::circular),
+      pad_row(3, {1, 1, 1, 0, 1, 1}, kten::nn::PaddingMode::circular),
   };
 }
 

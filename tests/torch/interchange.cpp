@@ -54,6 +54,24 @@ kten::nn::Sequential model(kten::DType dtype, const kten::Device& device) {
   return net;
 }
 
+// Convolutions (issue 31): interchange.py's conv_model(), Conv2d(2, 4, 3, padding 1 circular),
+// ReLU, ConvTranspose2d(4, 2, 2, stride 2).
+kten::nn::Sequential conv_model(kten::DType dtype, const kten::Device& device) {
+  kten::nn::ConvOptions o;
+  o.padding = {1};
+  o.padding_mode = kten::nn::PaddingMode::circular;
+  o.dtype = dtype;
+  kten::nn::ConvTransposeOptions t;
+  t.stride = {2};
+  t.dtype = dtype;
+  kten::nn::Sequential net;
+  net.add(kten::nn::Conv2d(2, 4, {3}, o));
+  net.add(kten::nn::ReLU());
+  net.add(kten::nn::ConvTranspose2d(4, 2, {2}, t));
+  net.to(device);
+  return net;
+}
+
 // |got - want| <= atol + rtol |want| everywhere; prints the largest difference.
 bool close(const std::string& what, const kten::Tensor& got, const kten::Tensor& want, double rtol, double atol) {
   if (got.shape() != want.shape()) {
@@ -100,6 +118,11 @@ bool from_torch(const std::string& dir, const kten::Device& device) {
     const auto io = kten::io::load_safetensors(dir + "/torch-" + name + "-io.safetensors", device);
     kten::NoGradGuard no_grad;
     ok = close(name + ": kten's outputs of PyTorch's model", net(find(io, "x")), find(io, "y"), c.rtol, c.atol) && ok;
+    // Convolutions (issue 31): PyTorch's Conv2d and ConvTranspose2d state_dict, by name.
+    auto conv = conv_model(c.dtype, device);
+    conv.load_state_dict(kten::io::load_safetensors(dir + "/torch-conv-" + name + ".safetensors", device));
+    const auto conv_io = kten::io::load_safetensors(dir + "/torch-conv-" + name + "-io.safetensors", device);
+    ok = close(name + ": kten's outputs of PyTorch's convolutions", conv(find(conv_io, "x")), find(conv_io, "y"), c.rtol, c.atol) && ok;
   }
   return ok;
 }

@@ -4,6 +4,7 @@
                              steps, in float32 and in float64, and writes for each dtype
                              torch-<dtype>.safetensors (its state_dict) and torch-<dtype>-io.safetensors
                              (inputs x and the model's outputs y)
+                             and torch-conv-<dtype>.safetensors and -io of conv_model() (convolutions)
   interchange.py check DIR   loads kten-<dtype>.safetensors into that model with load_state_dict and
                              checks its outputs on x of kten-<dtype>-io.safetensors against kten's y
 
@@ -71,7 +72,22 @@ def model(dtype):
     return net.to(dtype)
 
 
+def conv_model(dtype):
+    """Convolutions (issue 31): a periodic Conv2d and a ConvTranspose2d, as kten's conv_model()."""
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3, padding=1, padding_mode="circular"), torch.nn.ReLU(),
+                              torch.nn.ConvTranspose2d(4, 2, 2, stride=2))
+    return net.to(dtype)
+
+
 def save(folder):
+    for dtype in (torch.float32, torch.float64):  # convolutions (issue 31): PyTorch's state_dict for kten
+        net = conv_model(dtype)
+        name = str(dtype).removeprefix("torch.")
+        save_file(net.state_dict(), f"{folder}/torch-conv-{name}.safetensors", {"format": "pt"})
+        x = torch.randn(3, 2, 5, 6, dtype=dtype)
+        with torch.no_grad():
+            save_file({"x": x, "y": net(x)}, f"{folder}/torch-conv-{name}-io.safetensors")
     for dtype in (torch.float32, torch.float64):
         net = model(dtype)
         optimiser = torch.optim.SGD(net.parameters(), lr=0.1)

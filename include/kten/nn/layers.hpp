@@ -13,6 +13,9 @@
 
 #include <kten/nn/module.hpp>
 
+// Convolution layers (issue 31)
+#include <kten/nn/conv.hpp>
+
 namespace kten::nn {
 
 /// \brief Options of a Linear layer.

@@ -1,0 +1,917 @@
+// Convolutions (conv1d/2d/3d and their transposes) and pad, each with its gradient.
+//
+// One kernel serves 1-D, 2-D and 3-D: lower ranks are 3-D with unit axes (extent 1, kernel 1,
+// stride 1, no padding). A convolution is three matrix products per (batch item, group), each with
+// one operand gathered on the fly from the implicit im2col matrix (never materialised, not even a
+// whole batch item's):
+//   forward       Y (C_out/g x out_pix)  = W (C_out/g x C_in/g kvol)  * im2col(X)
+//   grad_input    dX (C_in/g x in_pix)   = W^T (C_in/g x C_out/g kvol) * col2im-gather(dY)
+//   grad_weight   dW (C_out/g x C_in/g kvol) = dY (C_out/g x pixels) * im2col(X)^T
+// where col2im-gather reads, for each input pixel and kernel tap, the output pixel that tap came
+// from (zero where the stride skips it), so the gradient is a gather, not a scatter with atomics.
+// The transposed convolutions are the same products with the roles swapped: conv_transpose's
+// forward is grad_input, its input gradient the forward, its weight gradient grad_weight.
+// pad is a gather per output element, its gradient a gather per input element, axis by axis.
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include <kten/ops.hpp>
+
+#include "autograd/autograd.hpp"
+#include "core/checked.hpp"
+#include "core/checks.hpp"
+#include "dispatch/dispatch.hpp"
+#include "elementwise.hpp"
+#include "gemm_kernel.hpp"
+#include "registry.hpp"
+
+namespace kten {
+namespace detail {
+namespace {
+
+/// \brief A convolution's sizes, spatial axes as (d, h, w): the input side (x, what im2col reads)
+/// and the output side (y), per group cin_g and cout_g channels.
+struct ConvGeometry {
+  std::int64_t batch = 1, groups = 1, cin_g = 1, cout_g = 1;
+  std::int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  std::int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
+  std::int64_t in_pix() const { return in[0] * in[1] * in[2]; }
+  std::int64_t out_pix() const { return out[0] * out[1] * out[2]; }
+  std::int64_t kvol() const { return k[0] * k[1] * k[2]; }
+};
+
+/// \brief Which of the three products a launch computes (see the file's comment).
+enum class ConvProduct { forward, grad_input, grad_weight };
+
+/// \brief d[e * ds] = row[(i0 + e) * rs] where 0 <= i0 + e < n, else zero, for e < count: one
+/// row segment of the im2col operand at stride 1, the padding as two zero fills around a plain
+/// copy (a vector copy when both sides are contiguous).
+template <class T>
+void copy_run(T* d, std::int64_t ds, const T* row, std::int64_t rs, std::int64_t i0, std::int64_t n, std::int64_t count) {
+  const std::int64_t lo = std::min(std::max<std::int64_t>(-i0, 0), count), hi = std::max(lo, std::min(n - i0, count));
+  for (std::int64_t e = 0; e < lo; ++e) d[e * ds] = T(0);
+  if (ds == 1 && rs == 1) {
+    const T* r = row + i0;
+    for (std::int64_t e = lo; e < hi; ++e) d[e] = r[e];
+  } else {
+    for (std::int64_t e = lo; e < hi; ++e) d[e * ds] = row[(i0 + e) * rs];
+  }
+  for (std::int64_t e = hi; e < count; ++e) d[e * ds] = T(0);
+}
+
+/// \brief One (batch item, group) product C (m x n, row stride ldc) = A (m x k, row stride lda)
+/// * B, B gathered from `src` (the gathered tensor's first element of this item and group); for
+/// grad_weight, B's rows are the output pixels from `first` on.
+template <class T>
+struct ConvSlab {
+  const T* a;
+  std::int64_t lda;
+  const T* src;
+  T* c;
+  std::int64_t ldc;
+  const T* bias;  // one per row of C, or null
+  std::int64_t m, n, k, first;
+};
+
+/// \brief The operands of a launch: A (the weight, its per-group transpose, or dY), the gathered
+/// tensor and its (n, c, d, h, w) strides, C and the bias per channel of C.
+template <class T>
+struct ConvArgs {
+  ConvGeometry g;
+  ConvProduct product;
+  const T* a;
+  const T* src;
+  std::int64_t ss[5];
+  T* c;
+  const T* bias;
+  std::int64_t pieces;  // grad_weight: the output pixels of a batch item split into this many slabs
+
+  /// \brief Slabs: batch items x groups, times pieces for grad_weight.
+  std::int64_t slabs() const { return g.batch * g.groups * (product == ConvProduct::grad_weight ? pieces : 1); }
+
+  KOKKOS_INLINE_FUNCTION ConvSlab<T> slab(std::int64_t s) const {
+    const std::int64_t grp = s % g.groups, kvol = g.kvol(), in_pix = g.in_pix(), out_pix = g.out_pix();
+    if (product == ConvProduct::forward) {
+      const std::int64_t n = s / g.groups, k = g.cin_g * kvol;
+      return {a + grp * g.cout_g * k, k, src + n * ss[0] + grp * g.cin_g * ss[1],
+              c + (n * g.groups + grp) * g.cout_g * out_pix, out_pix, bias ? bias + grp * g.cout_g : nullptr,
+              g.cout_g, out_pix, k, 0};
+    }
+    if (product == ConvProduct::grad_input) {
+      const std::int64_t n = s / g.groups, k = g.cout_g * kvol;
+      return {a + grp * g.cin_g * k, k, src + n * ss[0] + grp * g.cout_g * ss[1],
+              c + (n * g.groups + grp) * g.cin_g * in_pix, in_pix, bias ? bias + grp * g.cin_g : nullptr,
+              g.cin_g, in_pix, k, 0};
+    }
+    const std::int64_t chunk = s / g.groups, n = chunk / pieces, piece = chunk % pieces;
+    const std::int64_t len = (g.out[0] * g.out[1] + pieces - 1) / pieces * g.out[2], first = piece * len;  // whole rows
+    const std::int64_t k = first < out_pix ? (out_pix - first < len ? out_pix - first : len) : 0;
+    return {a + (n * g.groups + grp) * g.cout_g * out_pix + first, out_pix, src + n * ss[0] + grp * g.cin_g * ss[1],
+            c + (chunk * g.groups + grp) * g.cout_g * g.cin_g * kvol, g.cin_g * kvol, nullptr,
+            g.cout_g, g.cin_g * kvol, k, first};
+  }
+
+  /// \brief The kernel tap kp as (kd, kh, kw) and a pixel index as (d, h, w) of `sizes`.
+  KOKKOS_INLINE_FUNCTION void tap(std::int64_t kp, std::int64_t& kd, std::int64_t& kh, std::int64_t& kw) const {
+    kw = kp % g.k[2];
+    kh = kp / g.k[2] % g.k[1];
+    kd = kp / (g.k[2] * g.k[1]);
+  }
+  KOKKOS_INLINE_FUNCTION static void pixel(const std::int64_t* sizes, std::int64_t p, std::int64_t& d, std::int64_t& h,
+                                           std::int64_t& w) {
+    w = p % sizes[2];
+    h = p / sizes[2] % sizes[1];
+    d = p / (sizes[2] * sizes[1]);
+  }
+
+  /// \brief im2col(X)(tap kp, output pixel op) of one channel (x: its first element): the input
+  /// element that tap reads, zero in the padding.
+  KOKKOS_INLINE_FUNCTION T im2col(const T* x, std::int64_t kp, std::int64_t op) const {
+    std::int64_t kd, kh, kw, od, oh, ow;
+    tap(kp, kd, kh, kw);
+    pixel(g.out, op, od, oh, ow);
+    const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0], ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1],
+                       iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
+    const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
+    return inside ? x[id * ss[2] + ih * ss[3] + iw * ss[4]] : T(0);
+  }
+
+  /// \brief The output pixel index along one axis that tap t of input index i came from: (i + pad -
+  /// t dil) / stride when that divides and lies inside `out`, else -1.
+  KOKKOS_INLINE_FUNCTION std::int64_t source(int axis, std::int64_t i, std::int64_t t) const {
+    const std::int64_t q = i + g.pad[axis] - t * g.dil[axis];
+    if (q < 0 || q % g.stride[axis] != 0) return -1;
+    const std::int64_t o = q / g.stride[axis];
+    return o < g.out[axis] ? o : -1;
+  }
+
+  /// \brief col2im-gather(dY)(tap kp, input pixel ip) of one channel (y: its first element).
+  KOKKOS_INLINE_FUNCTION T col2im(const T* y, std::int64_t kp, std::int64_t ip) const {
+    std::int64_t kd, kh, kw, id, ih, iw;
+    tap(kp, kd, kh, kw);
+    pixel(g.in, ip, id, ih, iw);
+    const std::int64_t od = source(0, id, kd), oh = source(1, ih, kh), ow = source(2, iw, kw);
+    return od >= 0 && oh >= 0 && ow >= 0 ? y[od * ss[2] + oh * ss[3] + ow * ss[4]] : T(0);
+  }
+
+  /// \brief B(p, j) of a slab, one element (the GPU kernel's load).
+  KOKKOS_INLINE_FUNCTION T b(const ConvSlab<T>& sl, std::int64_t p, std::int64_t j) const {
+    const std::int64_t kvol = g.kvol();
+    if (product == ConvProduct::forward) return im2col(sl.src + p / kvol * ss[1], p % kvol, j);
+    if (product == ConvProduct::grad_input) return col2im(sl.src + p / kvol * ss[1], p % kvol, j);
+    return im2col(sl.src + j / kvol * ss[1], j % kvol, sl.first + p);
+  }
+
+  /// \brief `count` consecutive elements of im2col(X) along output pixels from (od, oh, ow), for
+  /// tap (kd, kh, kw) of one channel, written to dst[t * dst_stride]: the host's packing, without
+  /// divisions. Walks the pixels row by row, the bounds of d and h checked once per row.
+  void im2col_run(const T* x, std::int64_t kd, std::int64_t kh, std::int64_t kw, std::int64_t od, std::int64_t oh,
+                  std::int64_t ow, std::int64_t count, T* dst, std::int64_t dst_stride) const {
+    const std::int64_t sw = g.stride[2], xw = ss[4];
+    for (std::int64_t t = 0; t < count;) {
+      const std::int64_t seg = std::min(count - t, g.out[2] - ow);
+      const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0], ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+      T* d = dst + t * dst_stride;
+      const std::int64_t iw0 = ow * sw - g.pad[2] + kw * g.dil[2];
+      if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+        for (std::int64_t e = 0; e < seg; ++e) d[e * dst_stride] = T(0);
+      } else if (sw == 1) {
+        copy_run(d, dst_stride, x + id * ss[2] + ih * ss[3], xw, iw0, g.in[2], seg);
+      } else {
+        const T* row = x + id * ss[2] + ih * ss[3];
+        for (std::int64_t e = 0; e < seg; ++e) {
+          const std::int64_t iw = iw0 + e * sw;
+          d[e * dst_stride] = iw >= 0 && iw < g.in[2] ? row[iw * xw] : T(0);
+        }
+      }
+      t += seg;
+      ow = 0;
+      if (++oh == g.out[1]) oh = 0, ++od;
+    }
+  }
+
+  /// \brief `count` consecutive elements of col2im-gather(dY) along input pixels from (id, ih,
+  /// iw), for tap (kd, kh, kw) of one channel (the host's packing of grad_input).
+  void col2im_run(const T* y, std::int64_t kd, std::int64_t kh, std::int64_t kw, std::int64_t id, std::int64_t ih,
+                  std::int64_t iw, std::int64_t count, T* dst) const {
+    const std::int64_t sw = g.stride[2], yw = ss[4];
+    for (std::int64_t t = 0; t < count;) {
+      const std::int64_t seg = std::min(count - t, g.in[2] - iw);
+      const std::int64_t od = source(0, id, kd), oh = source(1, ih, kh);
+      T* d = dst + t;
+      const std::int64_t q0 = iw + g.pad[2] - kw * g.dil[2];  // q = ow * stride
+      if (od < 0 || oh < 0) {
+        for (std::int64_t e = 0; e < seg; ++e) d[e] = T(0);
+      } else if (sw == 1) {
+        copy_run(d, 1, y + od * ss[2] + oh * ss[3], yw, q0, g.out[2], seg);
+      } else {
+        const T* row = y + od * ss[2] + oh * ss[3];
+        for (std::int64_t e = 0; e < seg; ++e) {
+          const std::int64_t q = q0 + e;
+          d[e] = q >= 0 && q % sw == 0 && q / sw < g.out[2] ? row[q / sw * yw] : T(0);
+        }
+      }
+      t += seg;
+      iw = 0;
+      if (++ih == g.in[1]) ih = 0, ++id;
+    }
+  }
+};
+
+/// \brief f(std::integral_constant<int, E>) for the smallest E = Max - i Step (i >= 0) that is >= v:
+/// a strip's height (Step 1) or a panel's width in whole vectors as a micro-tile's compile-time
+/// extent.
+template <int Max, int Step, class F>
+void with_extent(int v, F&& f) {
+  if constexpr (Max > Step) {
+    if (v <= Max - Step) return with_extent<Max - Step, Step>(v, f);
+  }
+  f(std::integral_constant<int, Max>{});
+}
+
+/// \brief cpu(): compute-bound, BLIS' structure on the GEMM's own micro-kernels (HostGemmKernel's
+/// micro_tile and edge_tile, the register tile of host_isa.hpp). One thread per tile of one slab's
+/// C: per k-slice it packs the tile's kc x cols slice of the im2col operand into an L2-sized block
+/// of micro-panels straight from the tensor (no im2col buffer), then streams strips of A (rows
+/// contiguous: read in place, the last partial strip packed) past it. The gathering costs a few
+/// integer operations per packed element, against the m (C's rows: output or input channels per
+/// group) fmas each packed element feeds.
+template <class T, class Member>
+struct ConvHostKernel {
+  using Gemm = HostGemmKernel<T, Member>;
+  static constexpr int MR = Gemm::MR, NR = Gemm::NR, KC = Gemm::KC;
+  ConvArgs<T> args;
+  HostGemmPlan plan;
+
+  /// \brief The most micro-panels a tile holds (HostGemmBlocking's nc / cols, at most 15).
+  static constexpr int max_panels = 32;
+  static_assert(HostGemmBlocking<T>::nc / NR <= max_panels, "a tile (at most nc wide) has at most max_panels panels");
+
+  /// \brief Packs the im2col operand's rows k0 .. k0+kb, columns j0 .. j1 as micro-panels of NR
+  /// columns, zero past j1. `starts` holds the pixel (d, h, w) where each panel starts (forward,
+  /// grad_input): taps are decomposed once per row, pixels once per tile.
+  void pack_b(T* Bs, const ConvSlab<T>& sl, std::int64_t k0, int kb, std::int64_t j0, std::int64_t j1,
+              const std::int64_t (*starts)[3]) const {
+    const std::int64_t kvol = args.g.kvol(), cs = args.ss[1];
+    std::int64_t kd, kh, kw;
+    if (args.product == ConvProduct::grad_weight) {  // columns are (channel, tap), rows output pixels
+      std::int64_t od, oh, ow;
+      args.pixel(args.g.out, sl.first + k0, od, oh, ow);
+      for (std::int64_t jb = j0; jb < j1; jb += NR) {
+        T* panel = Bs + (jb - j0) * kb;
+        for (int j = 0; j < NR; ++j) {
+          if (jb + j < j1) {
+            args.tap((jb + j) % kvol, kd, kh, kw);
+            args.im2col_run(sl.src + (jb + j) / kvol * cs, kd, kh, kw, od, oh, ow, kb, panel + j, NR);
+          } else {
+            for (int p = 0; p < kb; ++p) panel[p * NR + j] = T(0);
+          }
+        }
+      }
+      return;
+    }
+    for (int p = 0; p < kb; ++p) {  // rows are (channel, tap), columns pixels
+      const T* channel = sl.src + (k0 + p) / kvol * cs;
+      args.tap((k0 + p) % kvol, kd, kh, kw);
+      for (std::int64_t jb = j0, panel = 0; jb < j1; jb += NR, ++panel) {
+        T* out = Bs + (jb - j0) * kb + p * NR;
+        const int w = j1 - jb < NR ? static_cast<int>(j1 - jb) : NR;
+        const std::int64_t* at = starts[panel];
+        if (args.product == ConvProduct::forward) args.im2col_run(channel, kd, kh, kw, at[0], at[1], at[2], w, out, 1);
+        else args.col2im_run(channel, kd, kh, kw, at[0], at[1], at[2], w, out);
+        for (int j = w; j < NR; ++j) out[j] = T(0);
+      }
+    }
+  }
+
+  void operator()(const Member& team) const {
+    const ConvSlab<T> sl = args.slab(team.league_rank() / plan.tiles());
+    const std::int64_t tile = team.league_rank() % plan.tiles();
+    const std::int64_t i0 = tile / plan.tiles_n * plan.rows, j0 = tile % plan.tiles_n * plan.cols;
+    const std::int64_t i1 = std::min(i0 + plan.rows, sl.m), j1 = std::min(j0 + plan.cols, sl.n);
+    T* Bs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * KC * plan.cols, 64));
+    T* As = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * MR * KC, 64));
+    for (std::int64_t i = i0; i < i1; ++i)
+      for (std::int64_t j = j0; j < j1; ++j) sl.c[i * sl.ldc + j] = sl.bias ? sl.bias[i] : T(0);
+    std::int64_t starts[max_panels][3] = {};  // the pixel where each panel starts
+    if (args.product != ConvProduct::grad_weight)
+      for (std::int64_t jb = j0, panel = 0; jb < j1; jb += NR, ++panel)
+        args.pixel(args.product == ConvProduct::forward ? args.g.out : args.g.in, jb, starts[panel][0], starts[panel][1],
+                   starts[panel][2]);
+    for (std::int64_t k0 = 0; k0 < sl.k; k0 += KC) {
+      const int kb = sl.k - k0 < KC ? static_cast<int>(sl.k - k0) : KC;
+      pack_b(Bs, sl, k0, kb, j0, j1, starts);
+      // Strips of at most MR rows, as even as they go (32 channels: 4 of 8, not 10 + 10 + 10 + 2
+      // padded to 10), each read in place; only a strip's last, narrow panel packs it.
+      const std::int64_t strips = (i1 - i0 + MR - 1) / MR, base = (i1 - i0) / strips, taller = (i1 - i0) % strips;
+      for (std::int64_t s = 0, i = i0; s < strips; i += base + (s < taller), ++s) {
+        const int h = static_cast<int>(base + (s < taller));
+        const T* a = sl.a + i * sl.lda + k0;
+        for (std::int64_t jb = j0; jb < j1; jb += NR) {
+          const int w = j1 - jb < NR ? static_cast<int>(j1 - jb) : NR;
+          const T* b = Bs + (jb - j0) * kb;
+          T* c = sl.c + i * sl.ldc + jb;
+          if (w == NR) {
+            with_extent<MR, 1>(h, [&](auto rows) { Gemm::template micro_tile<false, NR, decltype(rows)::value>(a, sl.lda, b, kb, c, sl.ldc); });
+          } else if (h == MR) {
+            Gemm::template edge_tile<false, NR>(a, sl.lda, b, kb, c, sl.ldc, h, w);
+          } else {
+            for (int p = 0; p < kb; ++p)
+              for (int r = 0; r < MR; ++r) As[p * MR + r] = r < h ? a[r * sl.lda + p] : T(0);
+            Gemm::template edge_tile<true, NR>(As, 0, b, kb, c, sl.ldc, h, w);
+          }
+        }
+      }
+    }
+  }
+};
+
+/// \brief cpu(), grad_weight at stride 1 along w on an input contiguous along w: no packing of
+/// the im2col operand at all. For one output row and one tap, the input the tap reads is, channel
+/// by channel, one contiguous run of x, and the channels lie ld = x's channel stride apart: the
+/// micro-kernel reads it in place as its A operand (rows: input channels), against dY^T of that
+/// row (columns: output channels), packed once per row and reused by every tap and every strip.
+/// One thread per slab (batch item, group, band of output rows) sums into kvol (C_in/g x C_out/g)
+/// products in scratch, written to the slab's partial dW at the end. Compute-bound: the runs are
+/// as long as an output row (C's tiles are loaded and stored once per run).
+template <class T, class Member>
+struct ConvWeightHostKernel {
+  using Gemm = HostGemmKernel<T, Member>;
+  static constexpr int MR = Gemm::MR, NR = Gemm::NR, lanes = HostGemmBlocking<T>::lanes;
+  ConvArgs<T> args;
+
+  /// \brief Whether it applies: stride 1 along w, x contiguous along w, products small enough for
+  /// a thread's scratch (4 MiB of floats).
+  static bool applies(const ConvArgs<T>& args) {
+    const ConvGeometry& g = args.g;
+    return args.product == ConvProduct::grad_weight && g.stride[2] == 1 && args.ss[4] == 1 &&
+           g.kvol() * g.cin_g * g.cout_g <= (std::int64_t(1) << 20);
+  }
+  static std::int64_t panels(const ConvGeometry& g) { return (g.cout_g + NR - 1) / NR; }
+  static std::size_t scratch_bytes(const ConvGeometry& g) {
+    return sizeof(T) * static_cast<std::size_t>(g.kvol() * g.cin_g * g.cout_g + panels(g) * NR * g.out[2]) + 2 * 64;
+  }
+
+  void operator()(const Member& team) const {
+    const ConvGeometry& g = args.g;
+    const ConvSlab<T> sl = args.slab(team.league_rank());
+    const std::int64_t cin = g.cin_g, cout = g.cout_g, kvol = g.kvol(), ow_n = g.out[2], lda = args.ss[1];
+    T* Cs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * kvol * cin * cout, 64));
+    T* Bs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * panels(g) * NR * ow_n, 64));
+    for (std::int64_t e = 0; e < kvol * cin * cout; ++e) Cs[e] = T(0);
+    const std::int64_t strips = (cin + MR - 1) / MR, base = strips > 0 ? cin / strips : 0, taller = strips > 0 ? cin % strips : 0;
+    for (std::int64_t row = sl.first / ow_n; row < (sl.first + sl.k) / ow_n; ++row) {
+      const std::int64_t od = row / g.out[1], oh = row % g.out[1];
+      const T* dy = sl.a + (row * ow_n - sl.first);  // dY of output channel 0 at this row; channels out_pix apart
+      for (std::int64_t q = 0; q < panels(g); ++q)
+        for (int j = 0; j < NR; ++j) {
+          const std::int64_t co = q * NR + j;
+          T* b = Bs + q * NR * ow_n + j;
+          if (co < cout) copy_run(b, NR, dy + co * sl.lda, 1, 0, ow_n, ow_n);
+          else for (std::int64_t ow = 0; ow < ow_n; ++ow) b[ow * NR] = T(0);
+        }
+      for (std::int64_t t = 0; t < kvol; ++t) {
+        std::int64_t kd, kh, kw;
+        args.tap(t, kd, kh, kw);
+        const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0], ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+        const std::int64_t shift = kw * g.dil[2] - g.pad[2];  // iw = ow + shift
+        const std::int64_t lo = std::max<std::int64_t>(0, -shift), hi = std::min(ow_n, g.in[2] - shift);
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || hi <= lo) continue;
+        const T* x = sl.src + id * args.ss[2] + ih * args.ss[3] + lo + shift;
+        const int kb = static_cast<int>(hi - lo);
+        for (std::int64_t s = 0, ci = 0; s < strips; ci += base + (s < taller), ++s) {
+          const int h = static_cast<int>(base + (s < taller));
+          for (std::int64_t q = 0; q < panels(g); ++q) {
+            const int w = static_cast<int>(std::min<std::int64_t>(NR, cout - q * NR));
+            const T* b = Bs + q * NR * ow_n + lo * NR;
+            T* c = Cs + (t * cin + ci) * cout + q * NR;
+            with_extent<MR, 1>(h, [&](auto rows) {
+              with_extent<NR, lanes>(w, [&](auto cols) {
+                constexpr int R = decltype(rows)::value, W = decltype(cols)::value;
+                if (W == w) return Gemm::template micro_tile<false, W, R>(x + ci * lda, lda, b, kb, c, cout);
+                T edge[R * W] = {};  // a panel narrower than whole vectors: through a buffer
+                Gemm::template micro_tile<false, W, R>(x + ci * lda, lda, b, kb, edge, W);
+                for (int r = 0; r < R; ++r)
+                  for (int j = 0; j < w; ++j) c[r * cout + j] += edge[r * W + j];
+              });
+            });
+          }
+        }
+      }
+    }
+    for (std::int64_t t = 0; t < kvol; ++t)
+      for (std::int64_t ci = 0; ci < cin; ++ci)
+        for (std::int64_t co = 0; co < cout; ++co) sl.c[co * sl.ldc + ci * kvol + t] = Cs[(t * cin + ci) * cout + co];
+  }
+};
+
+/// \brief GPUs (real and emulated): the GEMM's SIMT tile (team_gemm_tile, gemm_kernel.hpp), one
+/// team per BM x BN tile of one slab's C, its B slices gathered element by element from the
+/// tensor into shared memory (adjacent threads, adjacent pixels: coalesced along w for stride 1).
+/// Compute-bound like the GEMM for channel counts that fill the tile; the gather's index
+/// arithmetic is per loaded element, shared by the BM (or BN) fmas each one feeds.
+template <class T, class Tile, class Member>
+struct ConvTeamKernel {
+  ConvArgs<T> args;
+  std::int64_t tiles_m, tiles_n;
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const std::int64_t tiles = tiles_m * tiles_n, tile = team.league_rank() % tiles;
+    const ConvSlab<T> sl = args.slab(team.league_rank() / tiles);
+    const ConvArgs<T>& a = args;
+    team_gemm_tile<T, Tile>(
+        team, tile / tiles_n * Tile::BM, tile % tiles_n * Tile::BN, sl.m, sl.n, sl.k, true,
+        args.product != ConvProduct::grad_weight, [&](std::int64_t i, std::int64_t p) { return sl.a[i * sl.lda + p]; },
+        [&](std::int64_t p, std::int64_t j) { return a.b(sl, p, j); },
+        [&](std::int64_t i, std::int64_t j, T v) { sl.c[i * sl.ldc + j] = v + (sl.bias ? sl.bias[i] : T(0)); });
+  }
+};
+
+/// \brief The largest m, n and k over the slabs of a launch (the tiling's extents).
+template <class T>
+ConvSlab<T> largest_slab(const ConvArgs<T>& args) {
+  ConvSlab<T> s = args.slab(0);
+  if (args.product == ConvProduct::grad_weight)
+    s.k = (args.g.out[0] * args.g.out[1] + args.pieces - 1) / args.pieces * args.g.out[2];
+  return s;
+}
+
+template <class Tile, class Backend, class T>
+void launch_conv_team(const char* op, const Backend& backend, const ConvArgs<T>& args, const ConvSlab<T>& s) {
+  const std::int64_t tiles_m = (s.m + Tile::BM - 1) / Tile::BM, tiles_n = (s.n + Tile::BN - 1) / Tile::BN;
+  const std::int64_t league = args.slabs() * tiles_m * tiles_n;
+  if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more tiles than a GPU launch can hold");
+  run(op, backend, fixed_team_policy<gpu_launch_bound>(backend, static_cast<int>(league), Tile::threads, TeamScratch{0, Tile::scratch_bytes}),
+      ConvTeamKernel<T, Tile, TeamMember<Backend>>{args, tiles_m, tiles_n});
+}
+
+/// \brief Runs one product on the backend (args.pieces already chosen).
+template <class Backend, class T>
+void run_conv(const char* op, const Backend& backend, const ConvArgs<T>& args) {
+  const ConvSlab<T> s = largest_slab(args);
+  if (args.slabs() == 0 || s.m == 0 || s.n == 0) return;
+  if constexpr (Backend::is_host) {
+    const double macs = static_cast<double>(args.slabs()) * s.m * s.n * std::max<std::int64_t>(s.k, 1);
+    const double elements = macs / host_gemm_macs_per_element;
+    with_grain(backend, elements < 1e18 ? static_cast<std::int64_t>(elements) : INT64_MAX, [&](const auto& on) {
+      using On = std::decay_t<decltype(on)>;
+      using Weight = ConvWeightHostKernel<T, TeamMember<On>>;
+      if (Weight::applies(args)) {
+        if (args.slabs() > INT32_MAX) fail<ShapeError>(op, "the convolution has more slabs than one launch can hold");
+        return run(op, on, fixed_team_policy(on, static_cast<int>(args.slabs()), 1, TeamScratch{1, Weight::scratch_bytes(args.g)}),
+                   Weight{args});
+      }
+      using Kernel = ConvHostKernel<T, TeamMember<On>>;
+      const std::int64_t threads = on.space.concurrency();
+      const int per_slab = static_cast<int>(std::max<std::int64_t>(1, (threads + args.slabs() - 1) / args.slabs()));
+      const HostGemmPlan plan = plan_host_gemm<T>(GemmShape{s.m, s.n, s.k, 0, 0, 0, 0}, per_slab);
+      const std::int64_t league = args.slabs() * plan.tiles();
+      if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more tiles than one launch can hold");
+      run(op, on, fixed_team_policy(on, static_cast<int>(league), 1, TeamScratch{1, Kernel::Gemm::scratch_bytes(plan)}),
+          Kernel{args, plan});
+    });
+  } else if constexpr (Backend::emulated) {
+    if (backend.space.concurrency() >= 2) launch_conv_team<EmulatedTiling<T, 2>>(op, backend, args, s);
+    else launch_conv_team<EmulatedTiling<T, 1>>(op, backend, args, s);
+  } else {
+    launch_conv_team<GpuTiling<T>>(op, backend, args, s);
+  }
+}
+
+
+// --- the products on tensors --------------------------------------------------------------------
+
+/// \brief The (n, c, d, h, w) strides of a tensor (N, C, spatial...) of `dims` spatial axes, the
+/// missing leading spatial axes (extent 1) with stride 0.
+void strides_3d(const Tensor& t, int dims, std::int64_t* out) {
+  out[0] = t.strides()[0];
+  out[1] = t.strides()[1];
+  for (int a = 0; a < 3; ++a) out[2 + a] = a < 3 - dims ? 0 : t.strides()[2 + a - (3 - dims)];
+}
+
+/// \brief (N, channels, sizes of the last `dims` of the three spatial axes).
+Shape conv_shape(std::int64_t batch, std::int64_t channels, const std::int64_t* sizes, int dims) {
+  Shape s{batch, channels};
+  for (int a = 3 - dims; a < 3; ++a) s.push_back(sizes[a]);
+  return s;
+}
+
+/// \brief One product: C = A * gathered `src`, with a bias per channel of C (or none). `a` is
+/// contiguous (the weight, its per-group transpose, or dY); `src` may be any strided view.
+Tensor conv_product(const char* op, ConvProduct product, const ConvGeometry& g, int dims, const Tensor& a,
+                    const Tensor& src, const Tensor* bias, std::int64_t pieces, const Shape& c_shape) {
+  Tensor c = empty(c_shape, src.device(), src.dtype());
+  const Tensor bias_c = bias ? bias->contiguous() : c;
+  launch_views(op, [&](const auto& backend, auto* pa, auto* psrc, auto* pc, auto* pbias) {
+    using T = std::remove_pointer_t<decltype(pc)>;
+    ConvArgs<T> args{g, product, pa, psrc, {}, pc, bias ? pbias : nullptr, pieces};
+    strides_3d(src, dims, args.ss);
+    run_conv(op, backend, args);
+  }, a, src, c, bias_c);
+  return c;
+}
+
+/// \brief Y = conv(X, W) + b: the forward product (X any strided view).
+Tensor conv_forward(const char* op, const ConvGeometry& g, int dims, const Tensor& x, const Tensor& w, const Tensor* b) {
+  return conv_product(op, ConvProduct::forward, g, dims, w.contiguous(), x, b, 1,
+                      conv_shape(g.batch, g.groups * g.cout_g, g.out, dims));
+}
+
+/// \brief dX from dY (any strided view), plus a bias per input channel (conv_transpose's forward).
+Tensor conv_grad_input(const char* op, const ConvGeometry& g, int dims, const Tensor& dy, const Tensor& w, const Tensor* b) {
+  // A: the weight as (groups, C_in/g, C_out/g, kvol), a small copy.
+  const Tensor wt = w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()}).permute({0, 2, 1, 3}).contiguous();
+  return conv_product(op, ConvProduct::grad_input, g, dims, wt, dy, b, 1, conv_shape(g.batch, g.groups * g.cin_g, g.in, dims));
+}
+
+/// \brief dW (the weight's shape `w_shape`) from X (any strided view) and dY. The sum over
+/// pixels is cut into slabs of whole output rows, at least 1024 pixels (batch items times pieces), about 64 of them,
+/// each written to its own partial product and then summed: parallel work for a single batch item,
+/// and slabs that do not depend on the number of threads.
+Tensor conv_grad_weight(const char* op, const ConvGeometry& g, int dims, const Tensor& x, const Tensor& dy, const Shape& w_shape) {
+  if (g.batch == 0) return zeros(w_shape, x.device(), x.dtype());
+  const std::int64_t wanted = (64 + g.batch * g.groups - 1) / (g.batch * g.groups);
+  const std::int64_t pieces = std::max<std::int64_t>(1, std::min({wanted, g.out_pix() / 1024, g.out[0] * g.out[1]}));
+  const std::int64_t chunks = g.batch * pieces;
+  const Tensor partial = conv_product(op, ConvProduct::grad_weight, g, dims, dy.contiguous(), x, nullptr, pieces,
+                                      {chunks, g.groups * g.cout_g, g.cin_g * g.kvol()});
+  return (chunks == 1 ? partial : sum(partial, 0)).reshape(w_shape);
+}
+
+/// \brief The bias gradient: dY summed over the batch and every spatial axis.
+Tensor bias_grad(const Tensor& dy) {
+  std::vector<int> axes{0};
+  for (int a = 2; a < dy.ndim(); ++a) axes.push_back(a);
+  return sum(dy, axes);
+}
+
+// --- arguments and their checks ------------------------------------------------------------------
+
+/// \brief A size argument (stride, padding, ...) as one value per spatial axis: one value applies to
+/// every axis. ShapeError for another length or a value below `least`.
+std::vector<std::int64_t> per_axis(const char* op, const char* what, const Shape& v, int dims, std::int64_t least) {
+  if (v.size() != 1 && v.size() != static_cast<std::size_t>(dims))
+    fail<ShapeError>(op, what, " ", v, " must hold 1 or ", dims, " values");
+  std::vector<std::int64_t> out(dims, v[0]);
+  for (int a = 0; a < dims; ++a) {
+    if (v.size() > 1) out[a] = v[a];
+    if (out[a] < least) fail<ShapeError>(op, what, " ", v, " must be >= ", least);
+  }
+  return out;
+}
+
+/// \brief x (N, C, spatial...) and w (O, I, kernel...) checked for a convolution of `dims` spatial
+/// axes: ranks, dtypes and devices, groups and the bias. An unbatched x (C, spatial...) is seen
+/// with a batch of one.
+void check_conv_operands(const char* op, int dims, const Tensor& x, const Tensor& w, const Tensor& b, std::int64_t groups) {
+  check_defined(x, op);
+  check_defined(w, op);
+  check_compatible(op, x, w);
+  if (b.defined()) check_compatible(op, x, b);
+  if (x.ndim() != dims + 2)
+    fail<ShapeError>(op, "expects an input of ", dims + 2, " axes (N, C, spatial...) or ", dims + 1, " unbatched, got shape ", x.shape());
+  if (w.ndim() != dims + 2)
+    fail<ShapeError>(op, "expects a weight of ", dims + 2, " axes, got shape ", w.shape(), " for input ", x.shape());
+  if (groups < 1) fail<ShapeError>(op, "groups must be >= 1, got ", groups);
+}
+
+/// \brief The geometry of conv{dims}d(x, w) and its output shape's spatial sizes.
+ConvGeometry conv_geometry(const char* op, int dims, const Tensor& x, const Tensor& w, const Tensor& b,
+                           const Shape& stride, const Shape& padding, const Shape& dilation, std::int64_t groups) {
+  check_conv_operands(op, dims, x, w, b, groups);
+  const std::int64_t cin = x.shape()[1], cout = w.shape()[0];
+  if (cin % groups != 0 || cout % groups != 0)
+    fail<ShapeError>(op, "groups ", groups, " must divide the input channels and the weight's output channels: input ",
+                     x.shape(), ", weight ", w.shape());
+  if (w.shape()[1] * groups != cin)
+    fail<ShapeError>(op, "the input's ", cin, " channels do not match the weight: input ", x.shape(), ", weight ", w.shape(),
+                     " with groups ", groups, " expects ", w.shape()[1] * groups, " channels");
+  if (b.defined() && (b.ndim() != 1 || b.shape()[0] != cout))
+    fail<ShapeError>(op, "the bias must have shape (", cout, "), got ", b.shape(), " for weight ", w.shape());
+  const auto s = per_axis(op, "stride", stride, dims, 1), p = per_axis(op, "padding", padding, dims, 0),
+             d = per_axis(op, "dilation", dilation, dims, 1);
+  ConvGeometry g;
+  g.batch = x.shape()[0];
+  g.groups = groups;
+  g.cin_g = cin / groups;
+  g.cout_g = cout / groups;
+  for (int a = 0; a < dims; ++a) {
+    const int t = 3 - dims + a;
+    g.in[t] = x.shape()[2 + a];
+    g.k[t] = w.shape()[2 + a];
+    g.stride[t] = s[a];
+    g.pad[t] = p[a];
+    g.dil[t] = d[a];
+    const std::int64_t span = d[a] * (g.k[t] - 1) + 1, padded = g.in[t] + 2 * p[a];
+    if (g.k[t] < 1 || span > padded)
+      fail<ShapeError>(op, "the kernel (", w.shape(), ", dilation ", dilation, ") is larger than the padded input (",
+                       x.shape(), ", padding ", padding, ")");
+    g.out[t] = (padded - span) / s[a] + 1;
+  }
+  return g;
+}
+
+/// \brief The geometry of conv_transpose{dims}d(x, w): the convolution whose input gradient it
+/// is, its input side the transposed convolution's output.
+ConvGeometry conv_transpose_geometry(const char* op, int dims, const Tensor& x, const Tensor& w, const Tensor& b,
+                                     const Shape& stride, const Shape& padding, const Shape& output_padding,
+                                     std::int64_t groups, const Shape& dilation) {
+  check_conv_operands(op, dims, x, w, b, groups);
+  const std::int64_t cin = x.shape()[1], cout = w.shape()[1] * groups;
+  if (cin % groups != 0)
+    fail<ShapeError>(op, "groups ", groups, " must divide the input channels: input ", x.shape(), ", weight ", w.shape());
+  if (w.shape()[0] != cin)
+    fail<ShapeError>(op, "the input's ", cin, " channels do not match the weight: input ", x.shape(), ", weight ",
+                     w.shape(), " expects ", w.shape()[0], " channels");
+  if (b.defined() && (b.ndim() != 1 || b.shape()[0] != cout))
+    fail<ShapeError>(op, "the bias must have shape (", cout, "), got ", b.shape(), " for weight ", w.shape(), " and groups ", groups);
+  const auto s = per_axis(op, "stride", stride, dims, 1), p = per_axis(op, "padding", padding, dims, 0),
+             op_ = per_axis(op, "output_padding", output_padding, dims, 0), d = per_axis(op, "dilation", dilation, dims, 1);
+  ConvGeometry g;
+  g.batch = x.shape()[0];
+  g.groups = groups;
+  g.cin_g = cout / groups;
+  g.cout_g = cin / groups;
+  for (int a = 0; a < dims; ++a) {
+    const int t = 3 - dims + a;
+    g.out[t] = x.shape()[2 + a];
+    g.k[t] = w.shape()[2 + a];
+    g.stride[t] = s[a];
+    g.pad[t] = p[a];
+    g.dil[t] = d[a];
+    if (op_[a] >= s[a] && op_[a] >= d[a])
+      fail<ShapeError>(op, "output_padding ", output_padding, " must be smaller than the stride ", stride, " or the dilation ", dilation);
+    g.in[t] = (g.out[t] - 1) * s[a] - 2 * p[a] + d[a] * (g.k[t] - 1) + op_[a] + 1;
+    if (g.k[t] < 1 || g.in[t] < 1)
+      fail<ShapeError>(op, "the output size ", g.in[t], " along spatial axis ", a, " is below 1: input ", x.shape(), ", weight ",
+                       w.shape(), ", stride ", stride, ", padding ", padding, ", dilation ", dilation);
+  }
+  return g;
+}
+
+// --- the public forms ------------------------------------------------------------------------
+
+Tensor conv_nd(const char* op, int dims, const Tensor& x_in, const Tensor& w, const Tensor& b, const Shape& stride,
+               const Shape& padding, const Shape& dilation, std::int64_t groups) {
+  check_defined(x_in, op);
+  const bool unbatched = x_in.ndim() == dims + 1;
+  const Tensor x = unbatched ? x_in.unsqueeze(0) : x_in;
+  const ConvGeometry g = conv_geometry(op, dims, x, w, b, stride, padding, dilation, groups);
+  const bool with_bias = b.defined();
+  Tensor y = conv_forward(op, g, dims, x.detach(), w.detach(), with_bias ? &b : nullptr);
+  if (with_bias ? recording(x, w, b) : recording(x, w)) {
+    std::vector<const Tensor*> inputs{&x, &w};
+    if (with_bias) inputs.push_back(&b);
+    record(op, y, inputs, [x = saved(x), w = saved(w), g, dims, with_bias, op](const Tensor& gy, const Needs& needs) {
+      const Tensor dy = gy.contiguous();
+      Grads grads{needs[0] ? conv_grad_input(op, g, dims, dy, w, nullptr) : Tensor(),
+                  needs[1] ? conv_grad_weight(op, g, dims, x, dy, w.shape()) : Tensor()};
+      if (with_bias) grads.push_back(needs[2] ? bias_grad(dy) : Tensor());
+      return grads;
+    });
+  }
+  return unbatched ? y.squeeze(0) : y;
+}
+
+Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x_in, const Tensor& w, const Tensor& b, const Shape& stride,
+                         const Shape& padding, const Shape& output_padding, std::int64_t groups, const Shape& dilation) {
+  check_defined(x_in, op);
+  const bool unbatched = x_in.ndim() == dims + 1;
+  const Tensor x = unbatched ? x_in.unsqueeze(0) : x_in;
+  const ConvGeometry g = conv_transpose_geometry(op, dims, x, w, b, stride, padding, output_padding, groups, dilation);
+  const bool with_bias = b.defined();
+  Tensor y = conv_grad_input(op, g, dims, x.detach(), w.detach(), with_bias ? &b : nullptr);
+  if (with_bias ? recording(x, w, b) : recording(x, w)) {
+    std::vector<const Tensor*> inputs{&x, &w};
+    if (with_bias) inputs.push_back(&b);
+    record(op, y, inputs, [x = saved(x), w = saved(w), g, dims, with_bias, op](const Tensor& gy, const Needs& needs) {
+      const Tensor dy = gy.contiguous();
+      Grads grads{needs[0] ? conv_forward(op, g, dims, dy, w, nullptr) : Tensor(),
+                  needs[1] ? conv_grad_weight(op, g, dims, dy, x, w.shape()) : Tensor()};
+      if (with_bias) grads.push_back(needs[2] ? bias_grad(dy) : Tensor());
+      return grads;
+    });
+  }
+  return unbatched ? y.squeeze(0) : y;
+}
+
+// --- pad -------------------------------------------------------------------------------------------
+
+/// \brief The source index along one axis of output index o, `before` elements padded in front of
+/// an axis of n: -1 where zeros mode fills the value.
+KOKKOS_INLINE_FUNCTION std::int64_t pad_source(nn::PaddingMode mode, std::int64_t o, std::int64_t before, std::int64_t n) {
+  const std::int64_t i = o - before;
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case nn::PaddingMode::reflect: return i < 0 ? -i : 2 * (n - 1) - i;
+    case nn::PaddingMode::replicate: return i < 0 ? 0 : n - 1;
+    case nn::PaddingMode::circular: return i < 0 ? i + n : i - n;
+    default: return -1;
+  }
+}
+
+/// \brief pad's extents per axis: the output's, the input's, the elements padded in front, and
+/// the input's strides.
+struct PadGeometry {
+  int rank = 0;
+  std::int64_t out[kMaxRank] = {}, in[kMaxRank] = {}, before[kMaxRank] = {}, stride[kMaxRank] = {};
+};
+
+/// \brief One output element of pad per index (bandwidth-bound: one read, one write): its
+/// coordinates mapped axis by axis to the source element, read through x's strides.
+template <class T>
+struct PadKernel {
+  const T* x;
+  T* y;
+  nn::PaddingMode mode;
+  T value;
+  PadGeometry p;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
+    std::int64_t rest = o, offset = 0;
+    for (int a = p.rank - 1; a >= 0; --a) {
+      const std::int64_t i = pad_source(mode, rest % p.out[a], p.before[a], p.in[a]);
+      rest /= p.out[a];
+      if (i < 0) {
+        y[o] = value;
+        return;
+      }
+      offset += i * p.stride[a];
+    }
+    y[o] = x[offset];
+  }
+};
+
+/// \brief pad's gradient along one axis (extent out -> n), one input element per index: the sum,
+/// in a fixed order, of the output elements that read it (itself, then the padded ones in order).
+template <class T>
+struct PadFoldKernel {
+  const T* g;
+  T* dx;
+  nn::PaddingMode mode;
+  std::int64_t inner, n, out, before;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
+    const std::int64_t in_inner = e % inner, i = e / inner % n, outer = e / (inner * n);
+    const T* row = g + outer * out * inner + in_inner;
+    T acc = row[(i + before) * inner];
+    for (std::int64_t o = 0; o < out; ++o) {
+      if (o == before) o = before + n;  // skip the copied interior
+      if (o < out && pad_source(mode, o, before, n) == i) acc += row[o * inner];
+    }
+    dx[e] = acc;
+  }
+};
+
+const char* mode_name(nn::PaddingMode mode) {
+  switch (mode) {
+    case nn::PaddingMode::zeros: return "zeros";
+    case nn::PaddingMode::reflect: return "reflect";
+    case nn::PaddingMode::replicate: return "replicate";
+    default: return "circular";
+  }
+}
+
+/// \brief The gradient of a non-zeros pad along one axis.
+Tensor pad_fold(const Tensor& g, int axis, std::int64_t n, std::int64_t before, nn::PaddingMode mode) {
+  constexpr const char* op = "kten::pad_grad";
+  Shape shape = g.shape();
+  const std::int64_t out = shape[axis];
+  shape[axis] = n;
+  std::int64_t inner = 1;
+  for (int a = axis + 1; a < g.ndim(); ++a) inner *= shape[a];
+  Tensor dx = empty(shape, g.device(), g.dtype());
+  const std::int64_t numel = dx.numel();
+  if (numel == 0) return dx;
+  launch_each_index(op, numel, [&](auto* pg, auto* pdx) {
+    using T = std::remove_pointer_t<decltype(pdx)>;
+    return PadFoldKernel<T>{pg, pdx, mode, inner, n, out, before};
+  }, g, dx);
+  return dx;
+}
+
+}  // namespace
+}  // namespace detail
+
+using detail::fail;
+
+Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& stride, const Shape& padding,
+              const Shape& dilation, std::int64_t groups) {
+  return detail::conv_nd("kten::conv1d", 1, x, w, b, stride, padding, dilation, groups);
+}
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& stride, const Shape& padding,
+              const Shape& dilation, std::int64_t groups) {
+  return detail::conv_nd("kten::conv2d", 2, x, w, b, stride, padding, dilation, groups);
+}
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& stride, const Shape& padding,
+              const Shape& dilation, std::int64_t groups) {
+  return detail::conv_nd("kten::conv3d", 3, x, w, b, stride, padding, dilation, groups);
+}
+Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& stride, const Shape& padding,
+                        const Shape& output_padding, std::int64_t groups, const Shape& dilation) {
+  return detail::conv_transpose_nd("kten::conv_transpose1d", 1, x, w, b, stride, padding, output_padding, groups, dilation);
+}
+Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& stride, const Shape& padding,
+                        const Shape& output_padding, std::int64_t groups, const Shape& dilation) {
+  return detail::conv_transpose_nd("kten::conv_transpose2d", 2, x, w, b, stride, padding, output_padding, groups, dilation);
+}
+Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& stride, const Shape& padding,
+                        const Shape& output_padding, std::int64_t groups, const Shape& dilation) {
+  return detail::conv_transpose_nd("kten::conv_transpose3d", 3, x, w, b, stride, padding, output_padding, groups, dilation);
+}
+
+Tensor pad(const Tensor& x, const Shape& pads, nn::PaddingMode mode, double value) {
+  constexpr const char* op = "kten::pad";
+  detail::check_defined(x, op);
+  const int rank = x.ndim(), padded = static_cast<int>(pads.size() / 2);
+  if (pads.size() % 2 != 0 || padded > rank)
+    fail<ShapeError>(op, "pads ", pads, " must be (before, after) pairs for at most the ", rank, " axes of shape ", x.shape());
+  if (rank > detail::kMaxRank) fail<ShapeError>(op, "supports up to ", detail::kMaxRank, " axes, got shape ", x.shape());
+  detail::PadGeometry geometry;
+  geometry.rank = rank;
+  Shape out_shape = x.shape();
+  for (int a = 0; a < rank; ++a) {
+    const int pair = rank - 1 - a;  // pads list the last axis first
+    const std::int64_t before = pair < padded ? pads[2 * pair] : 0, after = pair < padded ? pads[2 * pair + 1] : 0;
+    const std::int64_t n = x.shape()[a];
+    if (before < 0 || after < 0) fail<ShapeError>(op, "pads ", pads, " must be >= 0 (shape ", x.shape(), ")");
+    const bool wraps = mode == nn::PaddingMode::reflect ? std::max(before, after) >= n
+                       : mode == nn::PaddingMode::circular ? std::max(before, after) > n
+                       : mode == nn::PaddingMode::replicate ? n == 0 : false;
+    if ((before > 0 || after > 0) && wraps)
+      fail<ShapeError>(op, detail::mode_name(mode), " padding ", pads, " cannot pad axis ", a, " of shape ", x.shape(),
+                       mode == nn::PaddingMode::reflect ? " (each pad must be smaller than the axis)"
+                       : mode == nn::PaddingMode::circular ? " (each pad must be at most the axis)" : " (the axis is empty)");
+    geometry.out[a] = out_shape[a] = n + before + after;
+    geometry.in[a] = n;
+    geometry.before[a] = before;
+    geometry.stride[a] = x.strides()[a];
+  }
+  if (mode == nn::PaddingMode::zeros) detail::check_scalar_fits(op, value, x.dtype());
+  Tensor y = empty(out_shape, x.device(), x.dtype());
+  const Tensor xd = x.detach();
+  if (y.numel() > 0)
+    detail::launch_views(op, [&](const auto& backend, auto* px, auto* py) {
+      using T = std::remove_pointer_t<decltype(py)>;
+      detail::for_each_index(op, backend, y.numel(), detail::PadKernel<T>{px, py, mode, static_cast<T>(value), geometry});
+    }, xd, y);
+  if (detail::recording(x)) {
+    std::vector<std::int64_t> before(geometry.before, geometry.before + rank), in(geometry.in, geometry.in + rank);
+    detail::record(op, y, {&x}, [before, in, mode](const Tensor& g, const detail::Needs&) {
+      Tensor dx = g;
+      for (int a = 0; a < static_cast<int>(in.size()); ++a) {
+        if (dx.shape()[a] == in[a]) continue;
+        dx = mode == nn::PaddingMode::zeros ? dx.narrow(a, before[a], in[a]) : detail::pad_fold(dx.contiguous(), a, in[a], before[a], mode);
+      }
+      return detail::Grads{dx.contiguous()};
+    });
+  }
+  return y;
+}
+
+}  // namespace kten
+
+namespace kten::ops {
+
+namespace {
+// The registry's encoding of the size arguments: one value per spatial axis each, in the public
+// function's order, groups where the function has it.
+Shape ints_at(const OpAttrs& a, int first, int dims) {
+  return Shape(a.ints.begin() + first, a.ints.begin() + first + dims);
+}
+Tensor conv_row(const std::vector<Tensor>& x, const OpAttrs& a, int dims) {
+  Tensor (*const f[])(const Tensor&, const Tensor&, const Tensor&, const Shape&, const Shape&, const Shape&, std::int64_t) = {
+      conv1d, conv2d, conv3d};
+  return f[dims - 1](x[0], x[1], x[2], ints_at(a, 0, dims), ints_at(a, dims, dims), ints_at(a, 2 * dims, dims), a.ints.at(3 * dims));
+}
+Tensor conv_transpose_row(const std::vector<Tensor>& x, const OpAttrs& a, int dims) {
+  Tensor (*const f[])(const Tensor&, const Tensor&, const Tensor&, const Shape&, const Shape&, const Shape&, std::int64_t,
+                      const Shape&) = {conv_transpose1d, conv_transpose2d, conv_transpose3d};
+  return f[dims - 1](x[0], x[1], x[2], ints_at(a, 0, dims), ints_at(a, dims, dims), ints_at(a, 2 * dims, dims),
+                     a.ints.at(3 * dims), ints_at(a, 3 * dims + 1, dims));
+}
+}  // namespace
+
+// The registry's rows of this family (registry.hpp). Attributes: conv{d}d's ints are stride,
+// padding, dilation (d values each) and groups; conv_transpose{d}d's stride, padding,
+// output_padding, groups, dilation; pad's ints are the pads, its reals the mode (PaddingMode's
+// index) and the value.
+std::vector<OpDef> conv_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  const Domain real = Domain::real;
+  const DTypes floating = DTypes::floating;
+  return {
+      {"conv1d", "conv1d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t)", 3, {real}, floating, true, [](X x, A a) { return conv_row(x, a, 1); }},
+      {"conv2d", "conv2d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t)", 3, {real}, floating, true, [](X x, A a) { return conv_row(x, a, 2); }},
+      {"conv3d", "conv3d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t)", 3, {real}, floating, true, [](X x, A a) { return conv_row(x, a, 3); }},
+      {"conv_transpose1d", "conv_transpose1d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t,Shape)", 3, {real}, floating, true,
+       [](X x, A a) { return conv_transpose_row(x, a, 1); }},
+      {"conv_transpose2d", "conv_transpose2d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t,Shape)", 3, {real}, floating, true,
+       [](X x, A a) { return conv_transpose_row(x, a, 2); }},
+      {"conv_transpose3d", "conv_transpose3d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t,Shape)", 3, {real}, floating, true,
+       [](X x, A a) { return conv_transpose_row(x, a, 3); }},
+      {"pad", "pad(Tensor,Shape,nn::PaddingMode,double)", 1, {real}, floating, true,
+       [](X x, A a) { return pad(x[0], a.ints, static_cast<nn::PaddingMode>(static_cast<int>(a.reals.at(0))), a.reals.at(1)); }},
+  };
+}
+
+}  // namespace kten::ops

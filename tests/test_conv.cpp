@@ -1,0 +1,131 @@
+// Convolutions and pad (issue 31): the errors they throw, naming the op or layer and the shapes,
+// and the layers' parameters, initialisation and training. Values and gradients against PyTorch
+// and finite differences are the harness' rows (tests/ops/op_rows.cpp, layer_rows.cpp).
+#include <cmath>
+#include <string>
+
+#include <catch2/catch_approx.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "support.hpp"
+
+using namespace kten;
+using Catch::Approx;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+// The message of the ShapeError that f throws ("" when it throws none).
+template <class F>
+std::string shape_error(F f) {
+  try {
+    f();
+  } catch (const ShapeError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("convolutions refuse inputs that do not fit their weight, naming the op and the shapes", "[conv]") {
+  const Device d = test::device();
+  const Tensor x = ones({2, 4, 8, 8}, d), w = ones({6, 4, 3, 3}, d);
+  CHECK_THAT(shape_error([&] { conv2d(x, ones({6, 3, 3, 3}, d)); }),
+             ContainsSubstring("conv2d:") && ContainsSubstring("2x4x8x8") && ContainsSubstring("6x3x3x3"));
+  CHECK_THAT(shape_error([&] { conv2d(x, ones({6, 2, 3, 3}, d), {}, {1}, {0}, {1}, 3); }),
+             ContainsSubstring("groups 3") && ContainsSubstring("2x4x8x8"));
+  CHECK_THAT(shape_error([&] { conv2d(x, ones({6, 4, 9, 9}, d)); }),
+             ContainsSubstring("larger than the padded input") && ContainsSubstring("6x4x9x9"));
+  CHECK(shape_error([&] { conv2d(x, ones({6, 4, 9, 9}, d), {}, {1}, {1}); }).empty());  // 8 + 2 padded
+  CHECK_THAT(shape_error([&] { conv2d(x, w, ones({5}, d)); }), ContainsSubstring("bias"));
+  CHECK_THAT(shape_error([&] { conv2d(x, w, {}, {0}); }), ContainsSubstring("stride"));
+  CHECK_THAT(shape_error([&] { conv2d(x, w, {}, {1, 1, 1}); }), ContainsSubstring("1 or 2 values"));
+  CHECK_THAT(shape_error([&] { conv1d(x, w); }), ContainsSubstring("conv1d:") && ContainsSubstring("2x4x8x8"));
+  CHECK_THAT(shape_error([&] { conv3d(ones({1, 2, 1, 1, 1}, d), ones({2, 2, 1, 1, 1}, d), {}, {1}, {0}, {1}, 0); }),
+             ContainsSubstring("groups must be >= 1"));
+  // Transposed: an output size below 1, an output_padding neither below the stride nor the dilation.
+  CHECK_THAT(shape_error([&] { conv_transpose2d(ones({1, 4, 1, 1}, d), ones({4, 2, 1, 1}, d), {}, {1}, {1}); }),
+             ContainsSubstring("below 1") && ContainsSubstring("conv_transpose2d:"));
+  CHECK_THAT(shape_error([&] { conv_transpose1d(ones({1, 4, 5}, d), ones({4, 2, 3}, d), {}, {2}, {0}, {2}); }),
+             ContainsSubstring("output_padding"));
+  CHECK_THAT(shape_error([&] { conv_transpose1d(ones({1, 3, 5}, d), ones({4, 2, 3}, d)); }),
+             ContainsSubstring("1x3x5") && ContainsSubstring("4x2x3"));
+  CHECK_THROWS_AS(conv2d(x, ones({6, 4, 3, 3}, d, float64)), DTypeError);
+  CHECK_THROWS_AS(conv2d(ones({2, 4, 8, 8}, d, int64), ones({6, 4, 3, 3}, d, int64)), DTypeError);
+}
+
+TEST_CASE("pad refuses a mode on an axis it cannot take, naming the mode and the shape", "[conv]") {
+  const Device d = test::device();
+  const Tensor x = ones({1, 1, 3, 4}, d);
+  CHECK_THAT(shape_error([&] { pad(x, {1, 1, 3, 0}, nn::PaddingMode::reflect); }),
+             ContainsSubstring("reflect") && ContainsSubstring("1x1x3x4") && ContainsSubstring("smaller than the axis"));
+  CHECK(shape_error([&] { pad(x, {3, 3, 2, 2}, nn::PaddingMode::reflect); }).empty());
+  CHECK_THAT(shape_error([&] { pad(x, {5, 0}, nn::PaddingMode::circular); }), ContainsSubstring("circular"));
+  CHECK(shape_error([&] { pad(x, {4, 4, 3, 3}, nn::PaddingMode::circular); }).empty());
+  CHECK_THAT(shape_error([&] { pad(ones({2, 0}, d), {1, 1}, nn::PaddingMode::replicate); }), ContainsSubstring("empty"));
+  CHECK_THAT(shape_error([&] { pad(x, {1, 1, 1}); }), ContainsSubstring("pairs"));
+  CHECK_THAT(shape_error([&] { pad(x, {-1, 1}); }), ContainsSubstring(">= 0"));
+  const Tensor y = pad(x, {1, 2, 0, 1}, nn::PaddingMode::zeros, 0.5);
+  CHECK(y.shape() == Shape{1, 1, 4, 7});
+  CHECK(y.sum().item<float>() == Approx(12 + 0.5 * (28 - 12)));
+}
+
+TEST_CASE("convolution layers have PyTorch's parameters and initialisation, and name themselves in errors", "[conv]") {
+  const Device d = test::device();
+  nn::ConvOptions o;
+  o.groups = 2;
+  o.seed = 3;
+  nn::Conv2d conv(4, 6, {3, 2}, o);
+  conv.to(d);
+  const auto params = conv.named_parameters();
+  REQUIRE(params.size() == 2);
+  CHECK(params[0].name == "weight");
+  CHECK(params[0].slot->value.shape() == Shape{6, 2, 3, 2});
+  CHECK(params[1].name == "bias");
+  CHECK(params[1].slot->value.shape() == Shape{6});
+  const double bound = 1 / std::sqrt(2.0 * 3 * 2);  // fan_in = in / groups * kernel volume
+  CHECK(conv.weight().abs().max().item<float>() <= bound);
+  CHECK(conv.bias().abs().max().item<float>() <= bound);
+  CHECK(conv(ones({1, 4, 5, 5}, d)).shape() == Shape{1, 6, 3, 4});
+  CHECK(conv(ones({4, 5, 5}, d)).shape() == Shape{6, 3, 4});  // unbatched
+  CHECK_THAT(shape_error([&] { conv(ones({1, 3, 5, 5}, d)); }), ContainsSubstring("Conv2d") && ContainsSubstring("1x3x5x5"));
+  CHECK_THROWS_AS(nn::Conv2d(4, 6, {3}, o)(ones({1, 4, 5, 5}, cpu(), float64)), DTypeError);
+  CHECK_THROWS_AS(nn::Conv2d(3, 6, {3}, o), ShapeError);  // groups 2 does not divide 3
+  nn::ConvTransposeOptions t;
+  t.stride = {2};
+  t.bias = false;
+  nn::ConvTranspose3d up(4, 2, {2}, t);
+  CHECK(up.named_parameters().size() == 1);
+  CHECK(up.weight().shape() == Shape{4, 2, 2, 2, 2});
+  CHECK(up(ones({1, 4, 2, 3, 4})).shape() == Shape{1, 2, 4, 6, 8});
+  nn::ConvOptions reflect;
+  reflect.padding = {2};
+  reflect.padding_mode = nn::PaddingMode::reflect;
+  CHECK_THAT(shape_error([&] { nn::Conv1d(1, 1, {3}, reflect)(ones({1, 1, 2})); }),
+             ContainsSubstring("Conv1d") && ContainsSubstring("reflect") && ContainsSubstring("1x1x2"));
+}
+
+TEST_CASE("a periodic convolution layer trains", "[conv]") {
+  const Device d = test::device();
+  nn::ConvOptions o;
+  o.padding = {1};
+  o.padding_mode = nn::PaddingMode::circular;
+  o.seed = 1;
+  nn::Conv2d conv(2, 2, {3}, o);
+  conv.to(d);
+  // The target: a fixed periodic stencil of the input.
+  const Tensor x = rand({4, 2, 6, 6}, d, 7), w = rand({2, 2, 3, 3}, d, 8) - 0.5;
+  const Tensor target = conv2d(pad(x, {1, 1, 1, 1}, nn::PaddingMode::circular), w);
+  optim::SGD sgd(0.1);
+  double first = 0, last = 0;
+  for (int step = 0; step < 200; ++step) {
+    sgd.zero_grad(conv);
+    Tensor loss = nn::MSELoss()(conv(x), target);
+    loss.backward();
+    sgd.step(conv);
+    last = loss.item<float>();
+    if (step == 0) first = last;
+  }
+  CHECK(last < 0.05 * first);
+}
