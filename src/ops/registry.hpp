@@ -80,5 +80,8 @@ std::vector<OpDef> softmax_ops();
 std::vector<OpDef> indexing_ops();
 std::vector<OpDef> linalg_ops();
 std::vector<OpDef> view_ops();
+// Pooling and resampling (issue 31 item 2).
+std::vector<OpDef> pool_ops();
+std::vector<OpDef> resample_ops();
 
 }  // namespace kten::ops
