@@ -2,7 +2,11 @@
 // kernel serves every mode and rank: the input is a stack of 3-D grids (grid.hpp), and each grid
 // axis takes one tap (nearest, or an axis in front of a 1-D or 2-D grid) or two (the linear
 // family), with PyTorch 1.13's CPU source indices and weights, so values agree with it to rounding
-// and NaN/inf propagate as there (a two-tap axis multiplies both taps, even by a weight of 0).
+// and NaN/inf propagate as there (a two-tap axis multiplies both taps, even by a weight of 0). One
+// difference, in float32: the linear family's scale and source indices are computed in double for
+// both dtypes (PyTorch's float32 computes the scale in float32), so float32 reads the taps that
+// float64 reads, with the same weights rounded, where a source index near a whole number would
+// otherwise fall on either side of it.
 //
 // Forward: one thread per output element, which reads its 1 to 8 taps in place through the
 // input's strides. Gradient: a gather, one thread per input element, which sums the output
@@ -42,13 +46,13 @@ template <class T>
 struct ResampleAxis {
   std::int64_t in = 1, out = 1;
   bool linear = false, align_corners = false;
-  T ratio = 1;              ///< \brief linear: PyTorch's area_pixel_compute_scale, in T
+  double ratio = 1;         ///< \brief linear: PyTorch's area_pixel_compute_scale (in double, for both dtypes)
   float nearest_scale = 1;  ///< \brief nearest: PyTorch's compute_scales_value<float>
 
   ResampleAxis() = default;
   explicit ResampleAxis(const ResampleSpec& s) : in(s.in), out(s.out), linear(s.linear), align_corners(s.align_corners) {
-    if (s.align_corners) ratio = s.out > 1 ? static_cast<T>(s.in - 1) / static_cast<T>(s.out - 1) : T(0);
-    else ratio = s.scale > 0 ? static_cast<T>(1.0 / s.scale) : static_cast<T>(s.in) / static_cast<T>(s.out);
+    if (s.align_corners) ratio = s.out > 1 ? static_cast<double>(s.in - 1) / static_cast<double>(s.out - 1) : 0.0;
+    else ratio = s.scale > 0 ? 1.0 / s.scale : static_cast<double>(s.in) / static_cast<double>(s.out);
     nearest_scale = s.scale > 0 ? static_cast<float>(1.0 / s.scale) : static_cast<float>(s.in) / static_cast<float>(s.out);
   }
 
@@ -61,8 +65,8 @@ struct ResampleAxis {
   }
 
   /// \brief Output j's taps i0, i1 and their weights l0, l1 (one tap: i1 = i0, l0 = 1, l1 = 0).
-  /// The linear family's source index is computed in double from the ratio in T, as PyTorch's CPU
-  /// kernels (whose accumulation type for float is double).
+  /// The linear family's source index is computed in double, as PyTorch's CPU kernels do (their
+  /// accumulation type for float is double), the weights rounded to T.
   KOKKOS_INLINE_FUNCTION void source(std::int64_t j, std::int64_t& i0, std::int64_t& i1, T& l0, T& l1) const {
     if (!linear || out == in) {
       i0 = i1 = linear ? j : nearest(j);
@@ -70,8 +74,7 @@ struct ResampleAxis {
       l1 = T(0);
       return;
     }
-    const double r = ratio;
-    double src = align_corners ? r * static_cast<double>(j) : r * (static_cast<double>(j) + 0.5) - 0.5;
+    double src = align_corners ? ratio * static_cast<double>(j) : ratio * (static_cast<double>(j) + 0.5) - 0.5;
     if (src < 0) src = 0;
     i0 = static_cast<std::int64_t>(src);
     i1 = i0 + (i0 < in - 1 ? 1 : 0);

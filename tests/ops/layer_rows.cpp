@@ -104,6 +104,10 @@ kten::nn::UpsampleOptions upsample(Shape size, std::vector<double> scale, kten::
   return o;
 }
 using kten::nn::InterpolateMode;
+// PyTorch's float32 linear, bilinear and trilinear compute their scale in float32, so a source
+// index near a whole number may fall on the other side of it; kten computes the sources in double
+// in both dtypes (and reads the taps float64 reads).
+const char* const kLinear32 = "PyTorch's float32 linear interpolation computes its scale in float32, kten in double";
 
 }  // namespace
 
@@ -159,12 +163,12 @@ std::vector<Row> layer_table() {
           TORCH(at::upsample_nearest2d(x[0], c10::nullopt, at::ArrayRef<double>({2.0, 2.0})))),
       Row("nn::Upsample(size 5, linear, align_corners)", grid_shapes(1, 1),
           KTEN(apply(kten::nn::Upsample(upsample({5}, {}, InterpolateMode::linear, true)), x)),
-          TORCH(at::upsample_linear1d(x[0], at::IntArrayRef{5}, true))),
+          TORCH(at::upsample_linear1d(x[0], at::IntArrayRef{5}, true))).float64_reference(kLinear32),
       Row("nn::Upsample(scale 2, bilinear)", grid_shapes(2, 1), KTEN(apply(kten::nn::Upsample(upsample({}, {2.0}, InterpolateMode::bilinear, false)), x)),
-          TORCH(at::upsample_bilinear2d(x[0], c10::nullopt, false, at::ArrayRef<double>({2.0, 2.0})))),
+          TORCH(at::upsample_bilinear2d(x[0], c10::nullopt, false, at::ArrayRef<double>({2.0, 2.0})))).float64_reference(kLinear32),
       Row("nn::Upsample(size (2, 3, 4), trilinear)", grid_shapes(3, 1),
           KTEN(apply(kten::nn::Upsample(upsample({2, 3, 4}, {}, InterpolateMode::trilinear, false)), x)),
-          TORCH(at::upsample_trilinear3d(x[0], at::IntArrayRef{2, 3, 4}, false))),
+          TORCH(at::upsample_trilinear3d(x[0], at::IntArrayRef{2, 3, 4}, false))).float64_reference(kLinear32),
       // Losses (mean reduction): sums, so tolerances scale with their terms.
       Row("nn::MSELoss", same_shape(2), KTEN(kten::nn::MSELoss()(x[0], x[1])), TORCH(at::mse_loss(x[0], x[1]))).sums(),
       Row("nn::L1Loss", same_shape(2), KTEN(kten::nn::L1Loss()(x[0], x[1])), TORCH(at::l1_loss(x[0], x[1]))).sums(),

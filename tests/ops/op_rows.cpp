@@ -30,6 +30,10 @@ Row reg(const std::string& name, std::string label, ShapeGen shapes, ops::OpAttr
 }
 ops::OpAttrs reals(std::vector<double> v) { return ops::OpAttrs::of_reals(std::move(v)); }
 ops::OpAttrs ints(std::vector<std::int64_t> v, bool keepdim = false) { return ops::OpAttrs::of_ints(std::move(v), keepdim); }
+// PyTorch's float32 linear, bilinear and trilinear compute their scale in float32, so a source
+// index near a whole number may fall on the other side of it; kten computes the sources in double
+// in both dtypes (and reads the taps float64 reads).
+const char* const kLinear32 = "PyTorch's float32 linear interpolation computes its scale in float32, kten in double";
 // Pooling and resampling (issue 31 item 2): interpolate's scale with its mode and align_corners.
 ops::OpAttrs reals_and_ints(std::vector<double> r, std::vector<std::int64_t> i) {
   ops::OpAttrs a = ops::OpAttrs::of_reals(std::move(r));
@@ -273,19 +277,19 @@ std::vector<Row> op_table() {
           TORCH(at::upsample_nearest2d(x[0], c10::nullopt, at::ArrayRef<double>({2.0, 2.0})))),
       reg("interpolate_scale", "interpolate(scale (1.5, 0.7, 2.5), nearest)", grid_shapes(3, 2), reals_and_ints({1.5, 0.7, 2.5}, {0, 0}),
           TORCH(at::upsample_nearest3d(x[0], c10::nullopt, at::ArrayRef<double>({1.5, 0.7, 2.5})))),
-      reg("interpolate_size", "interpolate(size 7, linear)", grid_shapes(1, 1), ints({7, 1, 0}), TORCH(at::upsample_linear1d(x[0], at::IntArrayRef{7}, false))),
+      reg("interpolate_size", "interpolate(size 7, linear)", grid_shapes(1, 1), ints({7, 1, 0}), TORCH(at::upsample_linear1d(x[0], at::IntArrayRef{7}, false))).float64_reference(kLinear32),
       reg("interpolate_size", "interpolate(size 7, linear, align_corners)", grid_shapes(1, 1), ints({7, 1, 1}),
-          TORCH(at::upsample_linear1d(x[0], at::IntArrayRef{7}, true))),
+          TORCH(at::upsample_linear1d(x[0], at::IntArrayRef{7}, true))).float64_reference(kLinear32),
       reg("interpolate_scale", "interpolate(scale 2, bilinear)", grid_shapes(2, 1), reals_and_ints({2.0}, {2, 0}),
-          TORCH(at::upsample_bilinear2d(x[0], c10::nullopt, false, at::ArrayRef<double>({2.0, 2.0})))),
+          TORCH(at::upsample_bilinear2d(x[0], c10::nullopt, false, at::ArrayRef<double>({2.0, 2.0})))).float64_reference(kLinear32),
       reg("interpolate_scale", "interpolate(scale (0.6, 1.7), bilinear)", grid_shapes(2, 2), reals_and_ints({0.6, 1.7}, {2, 0}),
-          TORCH(at::upsample_bilinear2d(x[0], c10::nullopt, false, at::ArrayRef<double>({0.6, 1.7})))),
+          TORCH(at::upsample_bilinear2d(x[0], c10::nullopt, false, at::ArrayRef<double>({0.6, 1.7})))).float64_reference(kLinear32),
       reg("interpolate_size", "interpolate(size (4, 3), bilinear, align_corners)", grid_shapes(2, 1), ints({4, 3, 2, 1}),
-          TORCH(at::upsample_bilinear2d(x[0], at::IntArrayRef{4, 3}, true))),
+          TORCH(at::upsample_bilinear2d(x[0], at::IntArrayRef{4, 3}, true))).float64_reference(kLinear32),
       reg("interpolate_size", "interpolate(size (3, 4, 2), trilinear)", grid_shapes(3, 1), ints({3, 4, 2, 3, 0}),
-          TORCH(at::upsample_trilinear3d(x[0], at::IntArrayRef{3, 4, 2}, false))),
+          TORCH(at::upsample_trilinear3d(x[0], at::IntArrayRef{3, 4, 2}, false))).float64_reference(kLinear32),
       reg("interpolate_scale", "interpolate(scale 1.5, trilinear, align_corners)", grid_shapes(3, 2), reals_and_ints({1.5}, {3, 1}),
-          TORCH(at::upsample_trilinear3d(x[0], c10::nullopt, true, at::ArrayRef<double>({1.5, 1.5, 1.5})))),
+          TORCH(at::upsample_trilinear3d(x[0], c10::nullopt, true, at::ArrayRef<double>({1.5, 1.5, 1.5})))).float64_reference(kLinear32),
   };
 }
 
