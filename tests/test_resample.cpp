@@ -84,14 +84,19 @@ TEST_CASE("interpolate: nearest repeats, the linear modes follow align_corners",
 
 TEST_CASE("pooling and interpolate refuse bad sizes with a ShapeError naming the op and the shapes", "[resample][errors]") {
   const Tensor x = iota({1, 2, 3, 3});
-  CHECK_THROWS_MATCHES(max_pool2d(x, {4}), ShapeError, ContainsSubstring("max_pool2d") && ContainsSubstring("[1, 2, 3, 3]"));
-  CHECK_THROWS_MATCHES(avg_pool2d(x, {2}, {1}, {2}), ShapeError, ContainsSubstring("avg_pool2d") && ContainsSubstring("half"));
+  CHECK_THROWS_AS(max_pool2d(x, {4}), ShapeError);
+  CHECK_THROWS_WITH(max_pool2d(x, {4}), ContainsSubstring("max_pool2d") && ContainsSubstring("1x2x3x3"));
+  CHECK_THROWS_AS(avg_pool2d(x, {2}, {1}, {2}), ShapeError);
+  CHECK_THROWS_WITH(avg_pool2d(x, {2}, {1}, {2}), ContainsSubstring("avg_pool2d") && ContainsSubstring("half"));
   CHECK_THROWS_AS(max_pool2d(x, {2, 2, 2}), ShapeError);
   CHECK_THROWS_AS(max_pool2d(x, {0}), ShapeError);
-  CHECK_THROWS_MATCHES(max_pool3d(iota({2, 3, 3}), {2}), ShapeError, ContainsSubstring("max_pool3d") && ContainsSubstring("[2, 3, 3]"));
-  CHECK_THROWS_MATCHES(adaptive_avg_pool2d(x, {0}), ShapeError, ContainsSubstring("adaptive_avg_pool2d"));
+  CHECK_THROWS_AS(max_pool3d(iota({2, 3, 3}), {2}), ShapeError);
+  CHECK_THROWS_WITH(max_pool3d(iota({2, 3, 3}), {2}), ContainsSubstring("max_pool3d") && ContainsSubstring("2x3x3"));
+  CHECK_THROWS_AS(adaptive_avg_pool2d(x, {0}), ShapeError);
+  CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {0}), ContainsSubstring("adaptive_avg_pool2d"));
   CHECK_THROWS_AS(avg_pool2d(iota({1, 0, 3, 3}), {2}), ShapeError);
-  CHECK_THROWS_MATCHES(interpolate(x, Shape{4}, nn::InterpolateMode::linear), ShapeError, ContainsSubstring("interpolate_linear"));
+  CHECK_THROWS_AS(interpolate(x, Shape{4}, nn::InterpolateMode::linear), ShapeError);
+  CHECK_THROWS_WITH(interpolate(x, Shape{4}, nn::InterpolateMode::linear), ContainsSubstring("interpolate_linear"));
   CHECK_THROWS_AS(interpolate(iota({2, 3}), Shape{4}), ShapeError);
   CHECK_THROWS_AS(interpolate(x, std::vector<double>{0.2}), ShapeError);  // floor(3 * 0.2) = 0
   CHECK_THROWS_AS(interpolate(x, Shape{0}), ShapeError);
@@ -99,13 +104,19 @@ TEST_CASE("pooling and interpolate refuse bad sizes with a ShapeError naming the
   nn::UpsampleOptions both;
   both.size = {4};
   both.scale_factor = {2.0};
-  CHECK_THROWS_MATCHES(nn::Upsample(both), ShapeError, ContainsSubstring("Upsample"));
+  CHECK_THROWS_AS(nn::Upsample(both), ShapeError);
+  CHECK_THROWS_WITH(nn::Upsample(both), ContainsSubstring("Upsample"));
   CHECK_THROWS_AS(nn::Upsample(nn::UpsampleOptions{}), ShapeError);
 }
 
 TEST_CASE("the pooling and Upsample layers call their functional forms and hold no state", "[resample][layers]") {
+  // Modules take inputs on their own device (kten never copies implicitly): each is moved there.
   const Tensor x = iota({1, 1, 4, 4});
-  nn::MaxPool2d pool({2});
+  const auto on_device = [](auto layer) {
+    layer.to(test::device());
+    return layer;
+  };
+  nn::MaxPool2d pool = on_device(nn::MaxPool2d({2}));
   CHECK(pool.name() == "MaxPool2d");
   CHECK(pool.state_dict().empty());
   test::require_allclose<double>(pool(x), {5, 7, 13, 15});
@@ -113,13 +124,14 @@ TEST_CASE("the pooling and Upsample layers call their functional forms and hold 
   o.stride = {2};
   o.padding = {1};
   o.count_include_pad = false;
-  CHECK(nn::AvgPool2d({3}, o)(x).shape() == Shape{1, 1, 2, 2});
-  CHECK(nn::AdaptiveAvgPool3d({1})(iota({1, 2, 2, 2, 2})).shape() == Shape{1, 2, 1, 1, 1});
+  CHECK(on_device(nn::AvgPool2d({3}, o))(x).shape() == Shape{1, 1, 2, 2});
+  CHECK(on_device(nn::AdaptiveAvgPool3d({1}))(iota({1, 2, 2, 2, 2})).shape() == Shape{1, 2, 1, 1, 1});
   nn::UpsampleOptions up;
   up.scale_factor = {2.0};
   up.mode = nn::InterpolateMode::bilinear;
-  CHECK(nn::Upsample(up)(x).shape() == Shape{1, 1, 8, 8});
+  CHECK(on_device(nn::Upsample(up))(x).shape() == Shape{1, 1, 8, 8});
   nn::Sequential net;
+  net.to(test::device());
   net.add(nn::MaxPool2d({2}));
   net.add(nn::Upsample(up));
   CHECK(net(x).shape() == Shape{1, 1, 4, 4});

@@ -60,7 +60,7 @@ template class AdaptiveAvgPool<3>;
 
 Upsample::Upsample(UpsampleOptions options) : options_(std::move(options)) {
   if (options_.size.empty() == options_.scale_factor.empty())
-    detail::fail<ShapeError>("Upsample", "give exactly one of size and scale_factor; got size ", options_.size, " and ",
+    detail::fail<ShapeError>("Upsample", "give exactly one of size and scale_factor; got ", options_.size.size(), " sizes and ",
                              options_.scale_factor.size(), " scale factors");
 }
 

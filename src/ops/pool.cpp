@@ -228,7 +228,8 @@ PoolGrid pool_grid(const char* op, const Tensor& x, int spatial, const Shape& ke
   per_axis(op, "padding", padding, spatial, 0, p);
   for (int a = 3 - spatial; a < 3; ++a) {
     if (k[a] < 1 || s[a] < 1 || p[a] < 0)
-      fail<ShapeError>(op, "kernel ", kernel, " and stride ", stride, " must be >= 1 and padding ", padding, " >= 0");
+      fail<ShapeError>(op, "kernel and stride must be >= 1 and padding >= 0; got ", k[a], ", ", s[a], " and ", p[a],
+                       " along an axis (input shape ", x.shape(), ")");
     if (p[a] > k[a] / 2)
       fail<ShapeError>(op, "padding ", padding, " is more than half the kernel ", kernel, " (as PyTorch refuses)");
     const std::int64_t in = g.x.extent[a], padded = add_sizes(op, in, 2 * p[a]);
