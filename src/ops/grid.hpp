@@ -46,6 +46,25 @@ KOKKOS_INLINE_FUNCTION void split_index(std::int64_t i, const std::int64_t (&e)[
   p = i / e[0];
 }
 
+/// \brief How a grid kernel walks its index over a contiguous (planes, e[0], e[1], e[2]) array: on
+/// a GPU (Rows false) one element per index, adjacent threads on adjacent elements; on the host
+/// (Rows true) one row along the last axis per index, so that the index is split, and the outer
+/// axes' windows or taps found, once per row rather than once per element (64-bit divisions, not
+/// memory, bounded the per-element walk on the host).
+template <bool Rows>
+struct GridWalk {
+  /// \brief The indices to run over for n elements (e[2] >= 1).
+  static std::int64_t indices(std::int64_t n, const std::int64_t (&e)[3]) { return Rows ? n / e[2] : n; }
+  /// \brief Index i's first element (flat), its plane p and position c, and how many elements
+  /// along the last axis it covers from there.
+  KOKKOS_INLINE_FUNCTION static void start(std::int64_t i, const std::int64_t (&e)[3], std::int64_t& first, std::int64_t& p,
+                                           std::int64_t (&c)[3], std::int64_t& count) {
+    first = Rows ? i * e[2] : i;
+    split_index(first, e, p, c);
+    count = Rows ? e[2] : 1;
+  }
+};
+
 /// \brief x's planes and grid for an op over its last `spatial` axes (1 to 3). ShapeError naming
 /// `op` unless x has rank spatial + 2 (batched) or, where `unbatched` allows, spatial + 1.
 GridPlanes grid_planes(const char* op, const Tensor& x, int spatial, bool unbatched);

@@ -6,6 +6,7 @@
 // also its arg max, when a gradient will be needed). Gradient: a gather, one thread per input
 // element, which sums the outputs whose windows hold it (max pooling: those whose arg max it is),
 // in the outputs' order: the same bits on every run and device, no atomics.
+// On the host an index covers a row along the last axis (grid.hpp's GridWalk).
 // Bound: memory. A k = s pooling reads each input element once and writes an output a k-th as
 // large; its gradient reads the output gradient (and the arg max) once and writes the input
 // gradient once. Overlapping windows (k > s) read an element k / s times per axis, from cache.
@@ -64,6 +65,18 @@ struct PoolAxis {
     last = (i + pad) / stride + 1;
     if (last > out) last = out;
   }
+
+  /// \brief readers() of input i from those of input i - 1 (or 0 and 0 for i = 0): both only grow
+  /// with i, so a row's inputs take O(1) steps each, with no division.
+  KOKKOS_INLINE_FUNCTION void next_readers(std::int64_t i, std::int64_t& first, std::int64_t& last) const {
+    if (adaptive) {  // bin o holds i when o in < (i + 1) out and (o + 1) in > i out
+      while (first < out && (first + 1) * in <= i * out) ++first;
+      while (last < out && last * in < (i + 1) * out) ++last;
+      return;
+    }
+    while (first < out && first * stride - pad + kernel <= i) ++first;
+    while (last < out && last * stride - pad <= i) ++last;
+  }
 };
 
 /// \brief A pooling: the input's planes and grid, and one PoolAxis per grid axis.
@@ -73,12 +86,10 @@ struct PoolGrid {
   std::int64_t out[3] = {1, 1, 1};  ///< \brief the output grid (axis[a].out)
 };
 
-/// \brief The window of output (c[0], c[1], c[2]) along every axis.
+/// \brief An output's window along every axis (PoolAxis::window), set an axis at a time.
 struct Window {
   std::int64_t lo[3], hi[3], padded[3];
-  KOKKOS_INLINE_FUNCTION Window(const PoolGrid& g, const std::int64_t (&c)[3]) {
-    for (int a = 0; a < 3; ++a) g.axis[a].window(c[a], lo[a], hi[a], padded[a]);
-  }
+  KOKKOS_INLINE_FUNCTION void set(const PoolGrid& g, int a, std::int64_t o) { g.axis[a].window(o, lo[a], hi[a], padded[a]); }
   /// \brief avg_pool's divisor: the window's extent with or without the padding it covers.
   KOKKOS_INLINE_FUNCTION std::int64_t divisor(bool count_pad) const {
     return count_pad ? padded[0] * padded[1] * padded[2] : (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
@@ -88,102 +99,135 @@ struct Window {
 /// \brief y[o] = the largest element of o's window, NaN when one is NaN; with Indices, arg[o] =
 /// its offset (d H + h) W + w within its plane: the first of tied elements, the last NaN, the
 /// window's first element when all are -inf (PyTorch's CPU kernels, whose gradients go there).
-template <class T, bool Indices>
+/// Index i covers one output or a row of them (GridWalk).
+template <class T, bool Indices, bool Rows>
 struct MaxPoolKernel {
   const T* x;
   T* y;
   std::int64_t* arg;
   PoolGrid g;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
-    std::int64_t p, c[3];
-    split_index(o, g.out, p, c);
-    const Window win(g, c);
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t first, p, c[3], count;
+    GridWalk<Rows>::start(i, g.out, first, p, c, count);
+    Window win;
+    win.set(g, 0, c[0]);
+    win.set(g, 1, c[1]);
     const T* plane = x + g.x.plane(p);
     const std::int64_t e1 = g.x.extent[1], e2 = g.x.extent[2];
-    T best = -static_cast<T>(INFINITY);
-    std::int64_t best_at = (win.lo[0] * e1 + win.lo[1]) * e2 + win.lo[2];
-    for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
-      for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
-        for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w) {
-          const T v = plane[g.x.at(d, h, w)];
-          if (v > best || v != v) {
-            best = v;
-            best_at = (d * e1 + h) * e2 + w;
+    for (std::int64_t k = 0; k < count; ++k) {
+      win.set(g, 2, c[2] + k);
+      T best = -static_cast<T>(INFINITY);
+      std::int64_t best_at = (win.lo[0] * e1 + win.lo[1]) * e2 + win.lo[2];
+      for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
+        for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
+          for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w) {
+            const T v = plane[g.x.at(d, h, w)];
+            if (v > best || v != v) {
+              best = v;
+              best_at = (d * e1 + h) * e2 + w;
+            }
           }
-        }
-    y[o] = best;
-    if constexpr (Indices) arg[o] = best_at;
+      y[first + k] = best;
+      if constexpr (Indices) arg[first + k] = best_at;
+    }
   }
 };
 
-/// \brief y[o] = the sum of o's window / its divisor (Window::divisor).
-template <class T>
+/// \brief y[o] = the sum of o's window / its divisor (Window::divisor); index i covers one output
+/// or a row of them (GridWalk).
+template <class T, bool Rows>
 struct AvgPoolKernel {
   const T* x;
   T* y;
   PoolGrid g;
   bool count_pad;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
-    std::int64_t p, c[3];
-    split_index(o, g.out, p, c);
-    const Window win(g, c);
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t first, p, c[3], count;
+    GridWalk<Rows>::start(i, g.out, first, p, c, count);
+    Window win;
+    win.set(g, 0, c[0]);
+    win.set(g, 1, c[1]);
     const T* plane = x + g.x.plane(p);
-    T sum = 0;
-    for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
-      for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
-        for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w) sum += plane[g.x.at(d, h, w)];
-    y[o] = sum / static_cast<T>(win.divisor(count_pad));
+    for (std::int64_t k = 0; k < count; ++k) {
+      win.set(g, 2, c[2] + k);
+      T sum = 0;
+      for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
+        for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
+          for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w) sum += plane[g.x.at(d, h, w)];
+      y[first + k] = sum / static_cast<T>(win.divisor(count_pad));
+    }
   }
 };
 
-/// \brief Calls f(o) for every output o (contiguous, in the order of their flat indices) whose
-/// window holds input element i of plane p at grid position c.
-template <class F>
-KOKKOS_INLINE_FUNCTION void for_each_reader(const PoolGrid& g, std::int64_t p, const std::int64_t (&c)[3], const F& f) {
-  std::int64_t first[3], last[3];
-  for (int a = 0; a < 3; ++a) g.axis[a].readers(c[a], first[a], last[a]);
-  for (std::int64_t d = first[0]; d < last[0]; ++d)
-    for (std::int64_t h = first[1]; h < last[1]; ++h)
-      for (std::int64_t w = first[2]; w < last[2]; ++w) f(((p * g.out[0] + d) * g.out[1] + h) * g.out[2] + w, d, h, w);
+/// \brief Calls gather(at, p, c, readers_first, readers_last) for each input element of index i
+/// (gx contiguous, GridWalk): at its offset within its plane, the outputs [first, last) along
+/// each axis those whose windows hold it; then gx[element] = what it returns.
+template <bool Rows, class T, class Gather>
+KOKKOS_INLINE_FUNCTION void gather_inputs(const PoolGrid& g, std::int64_t i, T* gx, const Gather& gather) {
+  std::int64_t first_i, p, c[3], count, first[3], last[3];
+  GridWalk<Rows>::start(i, g.x.extent, first_i, p, c, count);
+  g.axis[0].readers(c[0], first[0], last[0]);
+  g.axis[1].readers(c[1], first[1], last[1]);
+  first[2] = last[2] = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    if constexpr (Rows) g.axis[2].next_readers(c[2] + k, first[2], last[2]);  // the row starts at c[2] = 0
+    else g.axis[2].readers(c[2] + k, first[2], last[2]);
+    const std::int64_t at = (c[0] * g.x.extent[1] + c[1]) * g.x.extent[2] + c[2] + k;
+    gx[first_i + k] = gather(at, p, first, last);
+  }
 }
 
-/// \brief Max pooling's gradient at input element i (gx contiguous): the sum of gy over the
-/// outputs whose arg max it is.
-template <class T>
+/// \brief The flat index of output (d, h, w) of plane p.
+KOKKOS_INLINE_FUNCTION std::int64_t output_at(const PoolGrid& g, std::int64_t p, std::int64_t d, std::int64_t h, std::int64_t w) {
+  return ((p * g.out[0] + d) * g.out[1] + h) * g.out[2] + w;
+}
+
+/// \brief Max pooling's gradient at an input element: the sum of gy over the outputs whose arg
+/// max it is, in the outputs' order.
+template <class T, bool Rows>
 struct MaxPoolGradKernel {
   const T* gy;
   const std::int64_t* arg;
   T* gx;
   PoolGrid g;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t p, c[3];
-    split_index(i, g.x.extent, p, c);
-    const std::int64_t at = (c[0] * g.x.extent[1] + c[1]) * g.x.extent[2] + c[2];
-    T sum = 0;
-    for_each_reader(g, p, c, [&](std::int64_t o, std::int64_t, std::int64_t, std::int64_t) {
-      if (arg[o] == at) sum += gy[o];
+    gather_inputs<Rows>(g, i, gx, [&](std::int64_t at, std::int64_t p, const std::int64_t (&first)[3], const std::int64_t (&last)[3]) {
+      T sum = 0;
+      for (std::int64_t d = first[0]; d < last[0]; ++d)
+        for (std::int64_t h = first[1]; h < last[1]; ++h)
+          for (std::int64_t w = first[2]; w < last[2]; ++w) {
+            const std::int64_t o = output_at(g, p, d, h, w);
+            if (arg[o] == at) sum += gy[o];
+          }
+      return sum;
     });
-    gx[i] = sum;
   }
 };
 
-/// \brief Average pooling's gradient at input element i (gx contiguous): the sum of gy[o] / the
-/// divisor of o over the outputs o whose windows hold it.
-template <class T>
+/// \brief Average pooling's gradient at an input element: the sum of gy[o] / the divisor of o over
+/// the outputs o whose windows hold it, in the outputs' order.
+template <class T, bool Rows>
 struct AvgPoolGradKernel {
   const T* gy;
   T* gx;
   PoolGrid g;
   bool count_pad;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t p, c[3];
-    split_index(i, g.x.extent, p, c);
-    T sum = 0;
-    for_each_reader(g, p, c, [&](std::int64_t o, std::int64_t d, std::int64_t h, std::int64_t w) {
-      const std::int64_t oc[3] = {d, h, w};
-      sum += gy[o] / static_cast<T>(Window(g, oc).divisor(count_pad));
+    gather_inputs<Rows>(g, i, gx, [&](std::int64_t, std::int64_t p, const std::int64_t (&first)[3], const std::int64_t (&last)[3]) {
+      T sum = 0;
+      Window win;
+      for (std::int64_t d = first[0]; d < last[0]; ++d) {
+        win.set(g, 0, d);
+        for (std::int64_t h = first[1]; h < last[1]; ++h) {
+          win.set(g, 1, h);
+          for (std::int64_t w = first[2]; w < last[2]; ++w) {
+            win.set(g, 2, w);
+            sum += gy[output_at(g, p, d, h, w)] / static_cast<T>(win.divisor(count_pad));
+          }
+        }
+      }
+      return sum;
     });
-    gx[i] = sum;
   }
 };
 
@@ -275,21 +319,27 @@ Tensor max_pool(const Tensor& x, int spatial, const Shape& kernel, const Shape& 
   if (!recording(x)) {
     launch_views(label.forward, [&](const auto& backend, auto* px, auto* py) {
       using T = std::remove_pointer_t<decltype(px)>;
-      for_each_index(label.forward, backend, y.numel(), MaxPoolKernel<T, false>{px, py, nullptr, g}, work);
+      constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+      for_each_index(label.forward, backend, GridWalk<rows>::indices(y.numel(), g.out),
+                     MaxPoolKernel<T, false, rows>{px, py, nullptr, g}, work);
     }, x, y);
     return y;
   }
   const Tensor arg = empty(y.shape(), x.device(), DType::int64);
   launch_views(label.forward, [&](const auto& backend, auto* px, auto* py, std::int64_t* pa) {
     using T = std::remove_pointer_t<decltype(px)>;
-    for_each_index(label.forward, backend, y.numel(), MaxPoolKernel<T, true>{px, py, pa, g}, work);
+    constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+    for_each_index(label.forward, backend, GridWalk<rows>::indices(y.numel(), g.out), MaxPoolKernel<T, true, rows>{px, py, pa, g},
+                   work);
   }, x, y, Fixed<std::int64_t>{arg});
   record(label.forward, y, {&x}, [label, g, arg, x_shape = x.shape()](const Tensor& g_in, const Needs&) {
     const Tensor gy = g_in.contiguous();
     Tensor gx = empty(x_shape, gy.device(), gy.dtype());
     launch(label.grad, [&](const auto& backend, auto* pgy, auto* pgx, const std::int64_t* pa) {
       using T = std::remove_pointer_t<decltype(pgy)>;
-      for_each_index(label.grad, backend, gx.numel(), MaxPoolGradKernel<T>{pgy, pa, pgx, g}, pool_work(gx, gy));
+      constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+      for_each_index(label.grad, backend, GridWalk<rows>::indices(gx.numel(), g.x.extent), MaxPoolGradKernel<T, rows>{pgy, pa, pgx, g},
+                     pool_work(gx, gy));
     }, gy, gx, Fixed<std::int64_t>{arg});
     return Grads{gx};
   });
@@ -303,7 +353,9 @@ Tensor avg_pool(const PoolLabels& label, int spatial, const Tensor& x, const Poo
   Tensor y = empty(grid_result_shape(x, spatial, g.out), x.device(), x.dtype());
   launch_views(label.forward, [&](const auto& backend, auto* px, auto* py) {
     using T = std::remove_pointer_t<decltype(px)>;
-    for_each_index(label.forward, backend, y.numel(), AvgPoolKernel<T>{px, py, g, count_pad}, pool_work(x, y));
+    constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+    for_each_index(label.forward, backend, GridWalk<rows>::indices(y.numel(), g.out), AvgPoolKernel<T, rows>{px, py, g, count_pad},
+                   pool_work(x, y));
   }, x, y);
   if (recording(x))
     record(label.forward, y, {&x}, [label, g, count_pad, x_shape = x.shape()](const Tensor& g_in, const Needs&) {
@@ -311,7 +363,9 @@ Tensor avg_pool(const PoolLabels& label, int spatial, const Tensor& x, const Poo
       Tensor gx = empty(x_shape, gy.device(), gy.dtype());
       launch(label.grad, [&](const auto& backend, auto* pgy, auto* pgx) {
         using T = std::remove_pointer_t<decltype(pgy)>;
-        for_each_index(label.grad, backend, gx.numel(), AvgPoolGradKernel<T>{pgy, pgx, g, count_pad}, pool_work(gx, gy));
+        constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+        for_each_index(label.grad, backend, GridWalk<rows>::indices(gx.numel(), g.x.extent),
+                       AvgPoolGradKernel<T, rows>{pgy, pgx, g, count_pad}, pool_work(gx, gy));
       }, gy, gx);
       return Grads{gx};
     });

@@ -11,8 +11,9 @@
 // Forward: one thread per output element, which reads its 1 to 8 taps in place through the
 // input's strides. Gradient: a gather, one thread per input element, which sums the output
 // gradients that read it, times their weights (the outputs reading an input element are a range
-// along each axis, found by bisection since the source indices grow with the output index): the
-// same bits on every run and device, no atomics.
+// along each axis, found by bisection since the source indices grow with the output index; on the
+// host, stepped along a row): the same bits on every run and device, no atomics.
+// On the host an index covers a row along the last axis (grid.hpp's GridWalk).
 // Bound: memory. The forward writes each output once and reads each input element about once
 // (neighbouring outputs share taps, from cache); the gradient reads each output gradient about
 // once per tap and writes the input gradient once.
@@ -97,6 +98,21 @@ struct ResampleAxis {
     last = first_output([&](std::int64_t i0, std::int64_t) { return i0 > i; });
   }
 
+  /// \brief readers() of input i from those of input i - 1 (or 0 and 0 for i = 0): both only grow
+  /// with i, so a row's inputs take O(1) steps each rather than a bisection each.
+  KOKKOS_INLINE_FUNCTION void next_readers(std::int64_t i, std::int64_t& first, std::int64_t& last) const {
+    std::int64_t i0, i1;
+    T l0, l1;
+    for (; first < out; ++first) {
+      source(first, i0, i1, l0, l1);
+      if (i1 >= i) break;
+    }
+    for (; last < out; ++last) {
+      source(last, i0, i1, l0, l1);
+      if (i0 > i) break;
+    }
+  }
+
   /// \brief The first output j in [0, out) whose taps satisfy `past` (false, then true as j
   /// grows); out when none does.
   template <class Past>
@@ -130,53 +146,66 @@ struct ResampleGrid {
 };
 
 /// \brief y[o] from o's taps: along each two-tap axis t0 l0 + t1 l1 of the results along the
-/// axes inside it (PyTorch's order), a one-tap axis its one value.
-template <class T>
+/// axes inside it (PyTorch's order), a one-tap axis its one value. Index i covers one output or a
+/// row of them (GridWalk).
+template <class T, bool Rows>
 struct ResampleKernel {
   const T* x;
   T* y;
   ResampleGrid<T> g;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
-    std::int64_t p, c[3], i0[3], i1[3];
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t first, p, c[3], count, i0[3], i1[3];
     T l0[3], l1[3];
-    split_index(o, g.out, p, c);
-    for (int a = 0; a < 3; ++a) g.axis[a].source(c[a], i0[a], i1[a], l0[a], l1[a]);
+    GridWalk<Rows>::start(i, g.out, first, p, c, count);
+    g.axis[0].source(c[0], i0[0], i1[0], l0[0], l1[0]);
+    g.axis[1].source(c[1], i0[1], i1[1], l0[1], l1[1]);
     const T* plane = x + g.x.plane(p);
     const std::int64_t* s = g.x.stride;
-    const auto along_w = [&](std::int64_t at) {
-      const T t0 = plane[at + i0[2] * s[2]];
-      return g.axis[2].linear ? t0 * l0[2] + plane[at + i1[2] * s[2]] * l1[2] : t0;
-    };
-    const auto along_h = [&](std::int64_t at) {
-      const T t0 = along_w(at + i0[1] * s[1]);
-      return g.axis[1].linear ? t0 * l0[1] + along_w(at + i1[1] * s[1]) * l1[1] : t0;
-    };
-    const T t0 = along_h(i0[0] * s[0]);
-    y[o] = g.axis[0].linear ? t0 * l0[0] + along_h(i1[0] * s[0]) * l1[0] : t0;
+    for (std::int64_t k = 0; k < count; ++k) {
+      g.axis[2].source(c[2] + k, i0[2], i1[2], l0[2], l1[2]);
+      const auto along_w = [&](std::int64_t at) {
+        const T t0 = plane[at + i0[2] * s[2]];
+        return g.axis[2].linear ? t0 * l0[2] + plane[at + i1[2] * s[2]] * l1[2] : t0;
+      };
+      const auto along_h = [&](std::int64_t at) {
+        const T t0 = along_w(at + i0[1] * s[1]);
+        return g.axis[1].linear ? t0 * l0[1] + along_w(at + i1[1] * s[1]) * l1[1] : t0;
+      };
+      const T t0 = along_h(i0[0] * s[0]);
+      y[first + k] = g.axis[0].linear ? t0 * l0[0] + along_h(i1[0] * s[0]) * l1[0] : t0;
+    }
   }
 };
 
-/// \brief The gradient at input element i (gx contiguous): the sum over the outputs o that read
-/// it of gy[o] times the product of its weights along the three axes.
-template <class T>
+/// \brief The gradient at an input element (gx contiguous; index i covers one or a row, GridWalk):
+/// the sum over the outputs o that read it of gy[o] times the product of its weights along the
+/// three axes, in the outputs' order.
+template <class T, bool Rows>
 struct ResampleGradKernel {
   const T* gy;
   T* gx;
   ResampleGrid<T> g;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t p, c[3], first[3], last[3];
-    split_index(i, g.x.extent, p, c);
-    for (int a = 0; a < 3; ++a) g.axis[a].readers(c[a], first[a], last[a]);
-    T sum = 0;
-    for (std::int64_t d = first[0]; d < last[0]; ++d) {
-      const T wd = g.axis[0].weight(d, c[0]);
-      for (std::int64_t h = first[1]; h < last[1]; ++h) {
-        const T wh = wd * g.axis[1].weight(h, c[1]);
-        const std::int64_t row = ((p * g.out[0] + d) * g.out[1] + h) * g.out[2];
-        for (std::int64_t w = first[2]; w < last[2]; ++w) sum += gy[row + w] * (wh * g.axis[2].weight(w, c[2]));
+    std::int64_t first_i, p, c[3], count, first[3], last[3];
+    GridWalk<Rows>::start(i, g.x.extent, first_i, p, c, count);
+    g.axis[0].readers(c[0], first[0], last[0]);
+    g.axis[1].readers(c[1], first[1], last[1]);
+    first[2] = last[2] = 0;
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::int64_t cw = c[2] + k;
+      if constexpr (Rows) g.axis[2].next_readers(cw, first[2], last[2]);  // the row starts at c[2] = 0
+      else g.axis[2].readers(cw, first[2], last[2]);
+      T sum = 0;
+      for (std::int64_t d = first[0]; d < last[0]; ++d) {
+        const T wd = g.axis[0].weight(d, c[0]);
+        for (std::int64_t h = first[1]; h < last[1]; ++h) {
+          const T wh = wd * g.axis[1].weight(h, c[1]);
+          const std::int64_t row = ((p * g.out[0] + d) * g.out[1] + h) * g.out[2];
+          for (std::int64_t w = first[2]; w < last[2]; ++w) sum += gy[row + w] * (wh * g.axis[2].weight(w, cw));
+        }
       }
+      gx[first_i + k] = sum;
     }
-    gx[i] = sum;
   }
 };
 
@@ -234,7 +263,8 @@ Tensor interpolate_to(const Tensor& x, const Shape* size, const std::vector<doub
   Tensor y = empty(grid_result_shape(x, spatial, sizes), x.device(), x.dtype());
   launch_views(op, [&](const auto& backend, auto* px, auto* py) {
     using T = std::remove_pointer_t<decltype(px)>;
-    for_each_index(op, backend, y.numel(), ResampleKernel<T>{px, py, ResampleGrid<T>(planes, specs)},
+    constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+    for_each_index(op, backend, GridWalk<rows>::indices(y.numel(), sizes), ResampleKernel<T, rows>{px, py, ResampleGrid<T>(planes, specs)},
                    std::max(x.numel(), y.numel()));
   }, x, y);
   if (recording(x))
@@ -243,8 +273,9 @@ Tensor interpolate_to(const Tensor& x, const Shape* size, const std::vector<doub
       Tensor gx = empty(x_shape, gy.device(), gy.dtype());  // its grid is x's (the kernel uses no strides of x)
       launch(info.grad, [&](const auto& backend, auto* pgy, auto* pgx) {
         using T = std::remove_pointer_t<decltype(pgy)>;
-        for_each_index(info.grad, backend, gx.numel(), ResampleGradKernel<T>{pgy, pgx, ResampleGrid<T>(planes, specs)},
-                       std::max(gx.numel(), gy.numel()));
+        constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+        for_each_index(info.grad, backend, GridWalk<rows>::indices(gx.numel(), planes.extent),
+                       ResampleGradKernel<T, rows>{pgy, pgx, ResampleGrid<T>(planes, specs)}, std::max(gx.numel(), gy.numel()));
       }, gy, gx);
       return Grads{gx};
     });
