@@ -328,6 +328,34 @@ void register_bandwidth() {
   });
 }
 
+// --- Pooling and resampling (issue 31 item 2) ---------------------------------------------------
+// A U-Net's downsampling and upsampling, forward + backward, counted as their least traffic: the
+// forward reads x and writes y, the backward reads y's gradient and writes x's (max pooling's arg
+// max, an int64 per output written forward and read backward, is not counted), against a copy.
+
+void register_pool_upsample() {
+  const Device d = config.device;
+  const auto fwd_bwd = [=](const char* name, kten::Shape in, std::function<Tensor(const Tensor&)> f) {
+    benchmark::RegisterBenchmark(name, [=](benchmark::State& state) {
+      auto x = kten::rand(in, d, 1);
+      const kten::Shape out = f(x).shape();
+      auto g = kten::rand(out, d, 2);
+      x.requires_grad_();
+      timed(state, d, 2.0 * 4.0 * static_cast<double>(x.numel() + g.numel()), [&] {
+        x.set_grad(Tensor());
+        f(x).backward(g);
+      });
+    });
+  };
+  using kten::nn::InterpolateMode;
+  fwd_bwd("pool/max2d_fwd_bwd", {8, 32, 64, 64}, [](const Tensor& x) { return kten::max_pool2d(x, {2}); });
+  fwd_bwd("pool/avg2d_fwd_bwd", {8, 32, 64, 64}, [](const Tensor& x) { return kten::avg_pool2d(x, {2}); });
+  fwd_bwd("upsample/bilinear2x_fwd_bwd", {8, 32, 32, 32},
+          [](const Tensor& x) { return kten::interpolate(x, std::vector<double>{2.0}, InterpolateMode::bilinear); });
+  fwd_bwd("upsample/nearest2x_fwd_bwd", {8, 32, 32, 32},
+          [](const Tensor& x) { return kten::interpolate(x, std::vector<double>{2.0}, InterpolateMode::nearest); });
+}
+
 // --- small-operation latency on the CPU --------------------------------------------------------------
 
 /// \brief Kokkos' floor: an empty parallel_for over the host execution space (an OpenMP fork-join).
@@ -1077,6 +1105,7 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
   for (auto n : sizes) register_gemm<float>(n);
   for (auto n : sizes) register_gemm<double>(n);
   register_bandwidth();
+  register_pool_upsample();  // pooling and resampling (issue 31 item 2)
   register_linear();
   register_latency();
   register_training_step();
@@ -1149,6 +1178,15 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
                   ratio(rate("bandwidth/sum_axis0"), read.first), true});
   rows.push_back({"logsumexp_vs_read", "logsumexp over rows of 1024, bytes/s vs a read", ">= 0.80",
                   ratio(rate("bandwidth/logsumexp"), read.first), true});
+  // Pooling and resampling (issue 31 item 2): forward + backward, least bytes/s vs a copy.
+  rows.push_back({"pool_max2d_fwd_bwd_vs_copy", "max_pool2d 2x2 of 8x32x64x64, forward + backward, least bytes/s vs a copy",
+                  "(informative)", ratio(rate("pool/max2d_fwd_bwd"), copy.first), true});
+  rows.push_back({"pool_avg2d_fwd_bwd_vs_copy", "avg_pool2d 2x2 of 8x32x64x64, forward + backward, least bytes/s vs a copy",
+                  "(informative)", ratio(rate("pool/avg2d_fwd_bwd"), copy.first), true});
+  rows.push_back({"upsample_bilinear2x_fwd_bwd_vs_copy", "bilinear x2 of 8x32x32x32, forward + backward, least bytes/s vs a copy",
+                  "(informative)", ratio(rate("upsample/bilinear2x_fwd_bwd"), copy.first), true});
+  rows.push_back({"upsample_nearest2x_fwd_bwd_vs_copy", "nearest x2 of 8x32x32x32, forward + backward, least bytes/s vs a copy",
+                  "(informative)", ratio(rate("upsample/nearest2x_fwd_bwd"), copy.first), true});
   rows.push_back({"copy_vs_deep_copy", "the copy baseline (" + copy.second + ") vs Kokkos::deep_copy (memcpy)",
                   "(informative)", ratio(copy.first, rate("bandwidth/deep_copy"))});
   if (cpu) {

@@ -223,6 +223,66 @@ Tensor log_softmax(const Tensor& x, int axis);
 /// else +inf when one is +inf, -inf when every one is -inf (an empty axis included). Differentiable.
 Tensor logsumexp(const Tensor& x, int axis, bool keepdim = false);
 
+// --- Pooling and resampling (issue 31 item 2) ---------------------------------------------------
+// Channels first, as PyTorch: (N, C, L), (N, C, H, W), (N, C, D, H, W), or without the batch axis
+// for pooling, (C, L) ... (C, D, H, W). Sizes are kten::Shape: one value for every spatial axis, or
+// one per axis. Differentiable, on every device, float32 and float64, strided inputs read in place;
+// gradients are gathers (each input element sums the outputs that read it), so they give the same
+// bits run to run. Bad sizes (a window larger than the padded input, an output below 1, padding
+// above half the kernel, a wrong rank) throw kten::ShapeError naming the op and the shapes.
+
+}  // namespace kten
+
+namespace kten::nn {
+/// \brief interpolate's and Upsample's modes (PyTorch's 'nearest', 'linear', 'bilinear',
+/// 'trilinear'): linear takes (N, C, L), bilinear (N, C, H, W), trilinear (N, C, D, H, W); nearest
+/// any of them.
+enum class InterpolateMode { nearest, linear, bilinear, trilinear };
+}  // namespace kten::nn
+
+namespace kten {
+
+/// \brief F.max_pool1d: the largest element of each window of `kernel` elements, windows `stride`
+/// apart (default: the kernel), the input padded with -inf by `padding` on both sides (at most half
+/// the kernel). NaN in a window gives NaN (as PyTorch); the gradient goes to the arg max (the first
+/// of tied elements, the last NaN).
+Tensor max_pool1d(const Tensor& x, const Shape& kernel, const Shape& stride = {}, const Shape& padding = {0});
+/// \brief F.max_pool2d over (H, W), as max_pool1d.
+Tensor max_pool2d(const Tensor& x, const Shape& kernel, const Shape& stride = {}, const Shape& padding = {0});
+/// \brief F.max_pool3d over (D, H, W), as max_pool1d.
+Tensor max_pool3d(const Tensor& x, const Shape& kernel, const Shape& stride = {}, const Shape& padding = {0});
+/// \brief F.avg_pool1d: the mean of each window (as max_pool1d's), zero padding counted in the
+/// divisor when count_include_pad; ceil_mode rounds the output size up (a last window that starts
+/// inside the input or its left padding).
+Tensor avg_pool1d(const Tensor& x, const Shape& kernel, const Shape& stride = {}, const Shape& padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+/// \brief F.avg_pool2d over (H, W), as avg_pool1d.
+Tensor avg_pool2d(const Tensor& x, const Shape& kernel, const Shape& stride = {}, const Shape& padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+/// \brief F.avg_pool3d over (D, H, W), as avg_pool1d.
+Tensor avg_pool3d(const Tensor& x, const Shape& kernel, const Shape& stride = {}, const Shape& padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+/// \brief F.adaptive_avg_pool1d: `output_size` means per axis, bin o of an axis of n elements
+/// covering [floor(o n / out), ceil((o + 1) n / out)) (uneven bins, overlapping where n / out is
+/// not whole, as PyTorch).
+Tensor adaptive_avg_pool1d(const Tensor& x, const Shape& output_size);
+/// \brief F.adaptive_avg_pool2d over (H, W), as adaptive_avg_pool1d.
+Tensor adaptive_avg_pool2d(const Tensor& x, const Shape& output_size);
+/// \brief F.adaptive_avg_pool3d over (D, H, W), as adaptive_avg_pool1d.
+Tensor adaptive_avg_pool3d(const Tensor& x, const Shape& output_size);
+/// \brief F.interpolate to `size` (the spatial extents of the result) of a batched input (N, C,
+/// ...): nearest (PyTorch's 'nearest': source floor(o in / out)) or the linear family, whose
+/// align_corners maps the corner elements onto each other (else the corners of the elements, the
+/// source clamped at 0); align_corners with nearest is refused, as PyTorch.
+Tensor interpolate(const Tensor& x, const Shape& size, nn::InterpolateMode mode = nn::InterpolateMode::nearest,
+                   bool align_corners = false);
+/// \brief F.interpolate by `scale` per spatial axis (or one for all): extents floor(n scale), the
+/// sources computed from the scale itself (PyTorch's recompute_scale_factor=False), as the other
+/// form otherwise.
+Tensor interpolate(const Tensor& x, const std::vector<double>& scale, nn::InterpolateMode mode = nn::InterpolateMode::nearest,
+                   bool align_corners = false);
+// --- end of pooling and resampling ---------------------------------------------------------------
+
 /// \brief Matrix product with torch.matmul's rules: (m x k) * (k x n) -> (m x n); a vector on the
 /// left is a row, dropped from the result, and on the right a column: (k) * (k) -> a 0-d dot
 /// product, (m x k) * (k) -> (m), (k) * (k x n) -> (n); more than 2 axes are batches of matrices,

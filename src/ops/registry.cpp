@@ -60,6 +60,7 @@ std::vector<OpDef> all_ops() {
            elementwise_ops, unary_math_ops, activation_ops, binary_math_ops, compare_ops, reduce_ops, extremum_ops,
            softmax_ops, indexing_ops, linalg_ops, view_ops,
            conv_ops,  // convolutions and padding
+           pool_ops, resample_ops,  // pooling and resampling
        })
     for (OpDef& op : family()) all.push_back(std::move(op));
   std::unordered_set<std::string> names;

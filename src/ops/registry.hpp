@@ -86,5 +86,8 @@ std::vector<OpDef> linalg_ops();
 std::vector<OpDef> view_ops();
 // Convolutions and padding (issue 31)
 std::vector<OpDef> conv_ops();
+// Pooling and resampling (issue 31 item 2).
+std::vector<OpDef> pool_ops();
+std::vector<OpDef> resample_ops();
 
 }  // namespace kten::ops

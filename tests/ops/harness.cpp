@@ -129,6 +129,28 @@ ShapeGen cat_shapes(int arity, int dim) {
           }};
 }
 
+// Pooling and resampling (issue 31 item 2).
+ShapeGen grid_shapes(int spatial, std::int64_t min_extent, bool unbatched) {
+  return {1, [spatial, min_extent, unbatched](Rng& rng, const ShapeOptions& o) {
+            Shape s{o.small ? 1 : uniform_int(rng, 1, 2), o.small ? 1 : uniform_int(rng, 1, 3)};
+            if (o.large) s = {2, uniform_int(rng, 2, 3)};
+            // Large: 6,000 to 20,000 elements in all.
+            const double side = std::pow(static_cast<double>(uniform_int(rng, 6000, 20000)) / static_cast<double>(s[0] * s[1]), 1.0 / spatial);
+            for (int a = 0; a < spatial; ++a)
+              s.push_back(o.large ? std::max<std::int64_t>(min_extent, std::llround(side * std::uniform_real_distribution<double>(0.8, 1.25)(rng)))
+                                  : uniform_int(rng, min_extent, min_extent + (o.small ? 1 : spatial == 3 ? 2 : 3)));
+            // Small: at most 12 elements (finite differences).
+            while (o.small && numel_of(s) > 12) {
+              auto largest = std::max_element(s.begin() + 2, s.end());
+              if (*largest == min_extent) break;
+              --*largest;
+            }
+            if (o.empty) s[0] = 0;
+            else if (unbatched && coin(rng, 0.25)) s.erase(s.begin());
+            return std::vector<Shape>{s};
+          }};
+}
+
 namespace engine {
 
 std::int64_t uniform_int(Rng& rng, std::int64_t lo, std::int64_t hi) {

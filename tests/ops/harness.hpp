@@ -85,6 +85,10 @@ ShapeGen batched_matmul_shapes();
 ShapeGen matvec_shapes();
 /// `arity` shapes equal except along `dim`.
 ShapeGen cat_shapes(int arity, int dim);
+// Pooling and resampling (issue 31 item 2).
+/// (N, C, spatial...) with `spatial` (1 to 3) axes of at least `min_extent` each (N = 0 when
+/// empty); with `unbatched`, sometimes (C, spatial...).
+ShapeGen grid_shapes(int spatial, std::int64_t min_extent, bool unbatched = false);
 
 /// |kten - torch| <= atol + rtol * |torch|, elementwise (see Row::term_scale for sums).
 struct Tolerance {

@@ -133,6 +133,28 @@ kten::Tensor conv_transpose_layer(int dims, std::int64_t stride, std::int64_t pa
   if (dims == 2) return apply(kten::nn::ConvTranspose2d(x[0].size(1), x[1].size(1), k, o), x);
   return apply(kten::nn::ConvTranspose3d(x[0].size(1), x[1].size(1), k, o), x);
 }
+// Pooling and resampling layers (issue 31 item 2): their options.
+kten::nn::PoolOptions pool_options(Shape stride, Shape padding, bool ceil_mode, bool count_include_pad) {
+  kten::nn::PoolOptions o;
+  o.stride = std::move(stride);
+  o.padding = std::move(padding);
+  o.ceil_mode = ceil_mode;
+  o.count_include_pad = count_include_pad;
+  return o;
+}
+kten::nn::UpsampleOptions upsample(Shape size, std::vector<double> scale, kten::nn::InterpolateMode mode, bool align_corners) {
+  kten::nn::UpsampleOptions o;
+  o.size = std::move(size);
+  o.scale_factor = std::move(scale);
+  o.mode = mode;
+  o.align_corners = align_corners;
+  return o;
+}
+using kten::nn::InterpolateMode;
+// PyTorch's float32 linear, bilinear and trilinear compute their scale in float32, so a source
+// index near a whole number may fall on the other side of it; kten computes the sources in double
+// in both dtypes (and reads the taps float64 reads).
+const char* const kLinear32 = "PyTorch's float32 linear interpolation computes its scale in float32, kten in double";
 
 }  // namespace
 
@@ -161,6 +183,39 @@ std::vector<Row> layer_table() {
             return apply(drop, x);
           }, TORCH(at::dropout(x[0], 0.5, false))),
       Row("nn::Dropout(0)", broadcast(1), KTEN(apply(kten::nn::Dropout(0.0, 1), x)), TORCH(at::dropout(x[0], 0.0, true))),
+      // Pooling and resampling layers (issue 31 item 2), against the ATen functions their torch::nn
+      // modules call.
+      Row("nn::MaxPool2d(2)", grid_shapes(2, 2, true), KTEN(apply(kten::nn::MaxPool2d({2}), x)),
+          TORCH(at::max_pool2d(x[0], {2, 2}, {2, 2}, {0, 0}))).on(Domain::distinct),
+      Row("nn::MaxPool1d(3, stride 2, padding 1, ceil_mode)", grid_shapes(1, 2, true),
+          KTEN(apply(kten::nn::MaxPool1d({3}, pool_options({2}, {1}, true, true)), x)),
+          TORCH(at::max_pool1d(x[0], {3}, {2}, {1}, {1}, true))).on(Domain::distinct),
+      Row("nn::MaxPool3d((2, 1, 2), ceil_mode)", grid_shapes(3, 2, true),
+          KTEN(apply(kten::nn::MaxPool3d({2, 1, 2}, pool_options({}, {0}, true, true)), x)),
+          TORCH(at::max_pool3d(x[0], {2, 1, 2}, {2, 1, 2}, {0, 0, 0}, {1, 1, 1}, true))).on(Domain::distinct),
+      Row("nn::AvgPool1d(2)", grid_shapes(1, 2, true), KTEN(apply(kten::nn::AvgPool1d({2}), x)),
+          TORCH(at::avg_pool1d(x[0], {2}, {2}, {0}, false, true))),
+      Row("nn::AvgPool2d(3, stride 2, padding 1, ceil_mode, exclude pad)", grid_shapes(2, 2, true),
+          KTEN(apply(kten::nn::AvgPool2d({3}, pool_options({2}, {1}, true, false)), x)),
+          TORCH(at::avg_pool2d(x[0], {3, 3}, {2, 2}, {1, 1}, true, false))),
+      Row("nn::AvgPool3d(2, padding 1)", grid_shapes(3, 2, true), KTEN(apply(kten::nn::AvgPool3d({2}, pool_options({}, {1}, false, true)), x)),
+          TORCH(at::avg_pool3d(x[0], {2, 2, 2}, {2, 2, 2}, {1, 1, 1}, false, true))),
+      Row("nn::AdaptiveAvgPool1d(4)", grid_shapes(1, 1, true), KTEN(apply(kten::nn::AdaptiveAvgPool1d({4}), x)),
+          TORCH(at::adaptive_avg_pool1d(x[0], {4}))).sums(),
+      Row("nn::AdaptiveAvgPool2d((3, 2))", grid_shapes(2, 1, true), KTEN(apply(kten::nn::AdaptiveAvgPool2d({3, 2}), x)),
+          TORCH(at::adaptive_avg_pool2d(x[0], {3, 2}))).sums(),
+      Row("nn::AdaptiveAvgPool3d(2)", grid_shapes(3, 1, true), KTEN(apply(kten::nn::AdaptiveAvgPool3d({2}), x)),
+          TORCH(at::adaptive_avg_pool3d(x[0], {2, 2, 2}))).sums(),
+      Row("nn::Upsample(scale 2, nearest)", grid_shapes(2, 1), KTEN(apply(kten::nn::Upsample(upsample({}, {2.0}, InterpolateMode::nearest, false)), x)),
+          TORCH(at::upsample_nearest2d(x[0], c10::nullopt, at::ArrayRef<double>({2.0, 2.0})))),
+      Row("nn::Upsample(size 5, linear, align_corners)", grid_shapes(1, 1),
+          KTEN(apply(kten::nn::Upsample(upsample({5}, {}, InterpolateMode::linear, true)), x)),
+          TORCH(at::upsample_linear1d(x[0], at::IntArrayRef{5}, true))).float64_reference(kLinear32),
+      Row("nn::Upsample(scale 2, bilinear)", grid_shapes(2, 1), KTEN(apply(kten::nn::Upsample(upsample({}, {2.0}, InterpolateMode::bilinear, false)), x)),
+          TORCH(at::upsample_bilinear2d(x[0], c10::nullopt, false, at::ArrayRef<double>({2.0, 2.0})))).float64_reference(kLinear32),
+      Row("nn::Upsample(size (2, 3, 4), trilinear)", grid_shapes(3, 1),
+          KTEN(apply(kten::nn::Upsample(upsample({2, 3, 4}, {}, InterpolateMode::trilinear, false)), x)),
+          TORCH(at::upsample_trilinear3d(x[0], at::IntArrayRef{2, 3, 4}, false))).float64_reference(kLinear32),
       // Losses (mean reduction): sums, so tolerances scale with their terms.
       Row("nn::MSELoss", same_shape(2), KTEN(kten::nn::MSELoss()(x[0], x[1])), TORCH(at::mse_loss(x[0], x[1]))).sums(),
       Row("nn::L1Loss", same_shape(2), KTEN(kten::nn::L1Loss()(x[0], x[1])), TORCH(at::l1_loss(x[0], x[1]))).sums(),

@@ -33,6 +33,16 @@ Row reg(const std::string& name, std::string label, ShapeGen shapes, ops::OpAttr
 }
 ops::OpAttrs reals(std::vector<double> v) { return ops::OpAttrs::of_reals(std::move(v)); }
 ops::OpAttrs ints(std::vector<std::int64_t> v, bool keepdim = false) { return ops::OpAttrs::of_ints(std::move(v), keepdim); }
+// PyTorch's float32 linear, bilinear and trilinear compute their scale in float32, so a source
+// index near a whole number may fall on the other side of it; kten computes the sources in double
+// in both dtypes (and reads the taps float64 reads).
+const char* const kLinear32 = "PyTorch's float32 linear interpolation computes its scale in float32, kten in double";
+// Pooling and resampling (issue 31 item 2): interpolate's scale with its mode and align_corners.
+ops::OpAttrs reals_and_ints(std::vector<double> r, std::vector<std::int64_t> i) {
+  ops::OpAttrs a = ops::OpAttrs::of_reals(std::move(r));
+  a.ints = std::move(i);
+  return a;
+}
 ops::OpAttrs on_device(const kten::Device& d) {
   ops::OpAttrs a;
   a.device = d;
@@ -372,6 +382,57 @@ std::vector<Row> op_table() {
       pad_row(1, {2, 1}, kten::nn::PaddingMode::circular),
       pad_row(2, {1, 2, 2, 1}, kten::nn::PaddingMode::circular),
       pad_row(3, {1, 1, 1, 0, 1, 1}, kten::nn::PaddingMode::circular),
+      // Pooling and resampling (issue 31 item 2): kernel, stride and padding as ints, then
+      // avg_pool's ceil_mode and count_include_pad; interpolate's size (or scale) then mode and
+      // align_corners. Max pooling draws distinct values (the registry's domain), and a row with ties.
+      reg("max_pool1d", "max_pool1d(3, 2, 1)", grid_shapes(1, 2, true), ints({3, 2, 1}), TORCH(at::max_pool1d(x[0], {3}, {2}, {1}))),
+      reg("max_pool2d", "max_pool2d(2)", grid_shapes(2, 2, true), ints({2, 2, 0}), TORCH(at::max_pool2d(x[0], {2, 2}, {2, 2}, {0, 0}))),
+      reg("max_pool2d", "max_pool2d((3, 2), 1, (1, 0))", grid_shapes(2, 3, true), ints({3, 2, 1, 1, 1, 0}),
+          TORCH(at::max_pool2d(x[0], {3, 2}, {1, 1}, {1, 0}))),
+      reg("max_pool2d", "max_pool2d(2, 1) with ties", grid_shapes(2, 2), ints({2, 1, 0}), TORCH(at::max_pool2d(x[0], {2, 2}, {1, 1}, {0, 0})))
+          .on(Domain::ties).no_fd(),
+      reg("max_pool3d", "max_pool3d(2, (1, 2, 2), 1)", grid_shapes(3, 2, true), ints({2, 2, 2, 1, 2, 2, 1, 1, 1}),
+          TORCH(at::max_pool3d(x[0], {2, 2, 2}, {1, 2, 2}, {1, 1, 1}))),
+      reg("avg_pool1d", "avg_pool1d(3, 2, 1)", grid_shapes(1, 2, true), ints({3, 2, 1, 0, 1}),
+          TORCH(at::avg_pool1d(x[0], {3}, {2}, {1}, false, true))),
+      reg("avg_pool1d", "avg_pool1d(3, 2, 1, ceil_mode, exclude pad)", grid_shapes(1, 2, true), ints({3, 2, 1, 1, 0}),
+          TORCH(at::avg_pool1d(x[0], {3}, {2}, {1}, true, false))),
+      reg("avg_pool2d", "avg_pool2d(2)", grid_shapes(2, 2, true), ints({2, 2, 0, 0, 1}),
+          TORCH(at::avg_pool2d(x[0], {2, 2}, {2, 2}, {0, 0}, false, true))),
+      reg("avg_pool2d", "avg_pool2d(3, 2, 1, ceil_mode)", grid_shapes(2, 2, true), ints({3, 2, 1, 1, 1}),
+          TORCH(at::avg_pool2d(x[0], {3, 3}, {2, 2}, {1, 1}, true, true))),
+      reg("avg_pool2d", "avg_pool2d((3, 2), (2, 1), (1, 0), exclude pad)", grid_shapes(2, 3, true), ints({3, 2, 2, 1, 1, 0, 0, 0}),
+          TORCH(at::avg_pool2d(x[0], {3, 2}, {2, 1}, {1, 0}, false, false))),
+      reg("avg_pool3d", "avg_pool3d(2, 2, 1, ceil_mode, exclude pad)", grid_shapes(3, 2, true), ints({2, 2, 1, 1, 0}),
+          TORCH(at::avg_pool3d(x[0], {2, 2, 2}, {2, 2, 2}, {1, 1, 1}, true, false))),
+      reg("avg_pool3d", "avg_pool3d(2, 1)", grid_shapes(3, 2, true), ints({2, 1, 0, 0, 1}),
+          TORCH(at::avg_pool3d(x[0], {2, 2, 2}, {1, 1, 1}, {0, 0, 0}, false, true))),
+      reg("adaptive_avg_pool1d", "adaptive_avg_pool1d(3)", grid_shapes(1, 1, true), ints({3}), TORCH(at::adaptive_avg_pool1d(x[0], {3}))).sums(),
+      reg("adaptive_avg_pool2d", "adaptive_avg_pool2d((2, 3))", grid_shapes(2, 1, true), ints({2, 3}),
+          TORCH(at::adaptive_avg_pool2d(x[0], {2, 3}))).sums(),
+      reg("adaptive_avg_pool2d", "adaptive_avg_pool2d(1)", grid_shapes(2, 1, true), ints({1}), TORCH(at::adaptive_avg_pool2d(x[0], {1, 1}))).sums(),
+      reg("adaptive_avg_pool3d", "adaptive_avg_pool3d((2, 1, 3))", grid_shapes(3, 1, true), ints({2, 1, 3}),
+          TORCH(at::adaptive_avg_pool3d(x[0], {2, 1, 3}))).sums(),
+      reg("interpolate_size", "interpolate(size 5, nearest)", grid_shapes(1, 1), ints({5, 0, 0}), TORCH(at::upsample_nearest1d(x[0], at::IntArrayRef{5}))),
+      reg("interpolate_size", "interpolate(size (3, 5), nearest)", grid_shapes(2, 1), ints({3, 5, 0, 0}),
+          TORCH(at::upsample_nearest2d(x[0], at::IntArrayRef{3, 5}))),
+      reg("interpolate_scale", "interpolate(scale 2, nearest)", grid_shapes(2, 1), reals_and_ints({2.0}, {0, 0}),
+          TORCH(at::upsample_nearest2d(x[0], c10::nullopt, at::ArrayRef<double>({2.0, 2.0})))),
+      reg("interpolate_scale", "interpolate(scale (1.5, 0.7, 2.5), nearest)", grid_shapes(3, 2), reals_and_ints({1.5, 0.7, 2.5}, {0, 0}),
+          TORCH(at::upsample_nearest3d(x[0], c10::nullopt, at::ArrayRef<double>({1.5, 0.7, 2.5})))),
+      reg("interpolate_size", "interpolate(size 7, linear)", grid_shapes(1, 1), ints({7, 1, 0}), TORCH(at::upsample_linear1d(x[0], at::IntArrayRef{7}, false))).float64_reference(kLinear32),
+      reg("interpolate_size", "interpolate(size 7, linear, align_corners)", grid_shapes(1, 1), ints({7, 1, 1}),
+          TORCH(at::upsample_linear1d(x[0], at::IntArrayRef{7}, true))).float64_reference(kLinear32),
+      reg("interpolate_scale", "interpolate(scale 2, bilinear)", grid_shapes(2, 1), reals_and_ints({2.0}, {2, 0}),
+          TORCH(at::upsample_bilinear2d(x[0], c10::nullopt, false, at::ArrayRef<double>({2.0, 2.0})))).float64_reference(kLinear32),
+      reg("interpolate_scale", "interpolate(scale (0.6, 1.7), bilinear)", grid_shapes(2, 2), reals_and_ints({0.6, 1.7}, {2, 0}),
+          TORCH(at::upsample_bilinear2d(x[0], c10::nullopt, false, at::ArrayRef<double>({0.6, 1.7})))).float64_reference(kLinear32),
+      reg("interpolate_size", "interpolate(size (4, 3), bilinear, align_corners)", grid_shapes(2, 1), ints({4, 3, 2, 1}),
+          TORCH(at::upsample_bilinear2d(x[0], at::IntArrayRef{4, 3}, true))).float64_reference(kLinear32),
+      reg("interpolate_size", "interpolate(size (3, 4, 2), trilinear)", grid_shapes(3, 1), ints({3, 4, 2, 3, 0}),
+          TORCH(at::upsample_trilinear3d(x[0], at::IntArrayRef{3, 4, 2}, false))).float64_reference(kLinear32),
+      reg("interpolate_scale", "interpolate(scale 1.5, trilinear, align_corners)", grid_shapes(3, 2), reals_and_ints({1.5}, {3, 1}),
+          TORCH(at::upsample_trilinear3d(x[0], c10::nullopt, true, at::ArrayRef<double>({1.5, 1.5, 1.5})))).float64_reference(kLinear32),
   };
 }
 

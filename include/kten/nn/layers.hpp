@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <kten/nn/module.hpp>
+// Pooling and resampling layers (issue 31 item 2).
+#include <kten/nn/resample.hpp>
 
 // Convolution layers (issue 31)
 #include <kten/nn/conv.hpp>

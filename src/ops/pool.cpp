@@ -1,0 +1,472 @@
+// Pooling over 1, 2 or 3 spatial axes: max, average and adaptive average, each with its gradient.
+// One kernel per kind serves every rank: the input is a stack of 3-D grids (grid.hpp), a 1-D or 2-D
+// one with unit axes in front, read in place through its strides.
+//
+// Forward: one thread per output element, which reads its window and writes one value (max pooling
+// also its arg max, when a gradient will be needed). Gradient: a gather, one thread per input
+// element, which sums the outputs whose windows hold it (max pooling: those whose arg max it is),
+// in the outputs' order: the same bits on every run and device, no atomics.
+// On the host an index covers a row along the last axis (grid.hpp's GridWalk).
+// Bound: memory. A k = s pooling reads each input element once and writes an output a k-th as
+// large; its gradient reads the output gradient (and the arg max) once and writes the input
+// gradient once. Overlapping windows (k > s) read an element k / s times per axis, from cache.
+#include <algorithm>
+#include <cmath>
+
+#include <kten/ops.hpp>
+
+#include "autograd/autograd.hpp"
+#include "core/checked.hpp"
+#include "core/checks.hpp"
+#include "core/fail.hpp"
+#include "dispatch/dispatch.hpp"
+#include "grid.hpp"
+#include "pool.hpp"
+#include "registry.hpp"
+
+namespace kten {
+namespace detail {
+namespace {
+
+/// \brief One axis of a pooling: output o's window of the input, and the outputs whose windows
+/// hold input i. Either kernel-sized windows `stride` apart on the input padded by `pad` on both
+/// sides (PyTorch's pooling with dilation 1), or adaptive bins [floor(o in / out), ceil((o + 1) in
+/// / out)). A unit axis (in = out = kernel = 1) is the default.
+struct PoolAxis {
+  std::int64_t in = 1, out = 1, kernel = 1, stride = 1, pad = 0;
+  bool adaptive = false;
+
+  /// \brief Output o's window [lo, hi) within the input, and its extent `padded` counting the
+  /// padding it covers (count_include_pad's divisor; avg_pool's window ends at in + pad at most).
+  KOKKOS_INLINE_FUNCTION void window(std::int64_t o, std::int64_t& lo, std::int64_t& hi, std::int64_t& padded) const {
+    if (adaptive) {
+      lo = (o / out) * in + ((o % out) * in) / out;
+      hi = 1 + ((o + 1) * in - 1) / out;
+      padded = hi - lo;
+      return;
+    }
+    const std::int64_t start = o * stride - pad;
+    const std::int64_t end = start + kernel < in + pad ? start + kernel : in + pad;
+    padded = end - start;
+    lo = start > 0 ? start : 0;
+    hi = end < in ? end : in;
+  }
+
+  /// \brief The outputs [first, last) whose windows hold input element i (last <= first: none).
+  KOKKOS_INLINE_FUNCTION void readers(std::int64_t i, std::int64_t& first, std::int64_t& last) const {
+    if (adaptive) {
+      first = (i * out) / in;
+      last = ((i + 1) * out + in - 1) / in;
+      return;
+    }
+    // o * stride - pad <= i < o * stride - pad + kernel
+    const std::int64_t reach = i + pad - kernel;
+    first = reach < 0 ? 0 : reach / stride + 1;
+    last = (i + pad) / stride + 1;
+    if (last > out) last = out;
+  }
+
+  /// \brief readers() of input i from those of input i - 1 (or 0 and 0 for i = 0): both only grow
+  /// with i, so a row's inputs take O(1) steps each, with no division.
+  KOKKOS_INLINE_FUNCTION void next_readers(std::int64_t i, std::int64_t& first, std::int64_t& last) const {
+    if (adaptive) {  // bin o holds i when o in < (i + 1) out and (o + 1) in > i out
+      while (first < out && (first + 1) * in <= i * out) ++first;
+      while (last < out && last * in < (i + 1) * out) ++last;
+      return;
+    }
+    while (first < out && first * stride - pad + kernel <= i) ++first;
+    while (last < out && last * stride - pad <= i) ++last;
+  }
+};
+
+/// \brief A pooling: the input's planes and grid, and one PoolAxis per grid axis.
+struct PoolGrid {
+  GridPlanes x;
+  PoolAxis axis[3];
+  std::int64_t out[3] = {1, 1, 1};  ///< \brief the output grid (axis[a].out)
+};
+
+/// \brief An output's window along every axis (PoolAxis::window), set an axis at a time.
+struct Window {
+  std::int64_t lo[3], hi[3], padded[3];
+  KOKKOS_INLINE_FUNCTION void set(const PoolGrid& g, int a, std::int64_t o) { g.axis[a].window(o, lo[a], hi[a], padded[a]); }
+  /// \brief avg_pool's divisor: the window's extent with or without the padding it covers.
+  KOKKOS_INLINE_FUNCTION std::int64_t divisor(bool count_pad) const {
+    return count_pad ? padded[0] * padded[1] * padded[2] : (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+  }
+};
+
+/// \brief y[o] = the largest element of o's window, NaN when one is NaN; with Indices, arg[o] =
+/// its offset (d H + h) W + w within its plane: the first of tied elements, the last NaN, the
+/// window's first element when all are -inf (PyTorch's CPU kernels, whose gradients go there).
+/// Index i covers one output or a row of them (GridWalk).
+template <class T, bool Indices, bool Rows>
+struct MaxPoolKernel {
+  const T* x;
+  T* y;
+  std::int64_t* arg;
+  PoolGrid g;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t first, p, c[3], count;
+    GridWalk<Rows>::start(i, g.out, first, p, c, count);
+    Window win;
+    win.set(g, 0, c[0]);
+    win.set(g, 1, c[1]);
+    const T* plane = x + g.x.plane(p);
+    const std::int64_t e1 = g.x.extent[1], e2 = g.x.extent[2];
+    for (std::int64_t k = 0; k < count; ++k) {
+      win.set(g, 2, c[2] + k);
+      T best = -static_cast<T>(INFINITY);
+      std::int64_t best_at = (win.lo[0] * e1 + win.lo[1]) * e2 + win.lo[2];
+      for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
+        for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
+          for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w) {
+            const T v = plane[g.x.at(d, h, w)];
+            if (v > best || v != v) {
+              best = v;
+              best_at = (d * e1 + h) * e2 + w;
+            }
+          }
+      y[first + k] = best;
+      if constexpr (Indices) arg[first + k] = best_at;
+    }
+  }
+};
+
+/// \brief y[o] = the sum of o's window / its divisor (Window::divisor); index i covers one output
+/// or a row of them (GridWalk).
+template <class T, bool Rows>
+struct AvgPoolKernel {
+  const T* x;
+  T* y;
+  PoolGrid g;
+  bool count_pad;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t first, p, c[3], count;
+    GridWalk<Rows>::start(i, g.out, first, p, c, count);
+    Window win;
+    win.set(g, 0, c[0]);
+    win.set(g, 1, c[1]);
+    const T* plane = x + g.x.plane(p);
+    for (std::int64_t k = 0; k < count; ++k) {
+      win.set(g, 2, c[2] + k);
+      T sum = 0;
+      for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
+        for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
+          for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w) sum += plane[g.x.at(d, h, w)];
+      y[first + k] = sum / static_cast<T>(win.divisor(count_pad));
+    }
+  }
+};
+
+/// \brief Calls gather(at, p, c, readers_first, readers_last) for each input element of index i
+/// (gx contiguous, GridWalk): at its offset within its plane, the outputs [first, last) along
+/// each axis those whose windows hold it; then gx[element] = what it returns.
+template <bool Rows, class T, class Gather>
+KOKKOS_INLINE_FUNCTION void gather_inputs(const PoolGrid& g, std::int64_t i, T* gx, const Gather& gather) {
+  std::int64_t first_i, p, c[3], count, first[3], last[3];
+  GridWalk<Rows>::start(i, g.x.extent, first_i, p, c, count);
+  g.axis[0].readers(c[0], first[0], last[0]);
+  g.axis[1].readers(c[1], first[1], last[1]);
+  first[2] = last[2] = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    if constexpr (Rows) g.axis[2].next_readers(c[2] + k, first[2], last[2]);  // the row starts at c[2] = 0
+    else g.axis[2].readers(c[2] + k, first[2], last[2]);
+    const std::int64_t at = (c[0] * g.x.extent[1] + c[1]) * g.x.extent[2] + c[2] + k;
+    gx[first_i + k] = gather(at, p, first, last);
+  }
+}
+
+/// \brief The flat index of output (d, h, w) of plane p.
+KOKKOS_INLINE_FUNCTION std::int64_t output_at(const PoolGrid& g, std::int64_t p, std::int64_t d, std::int64_t h, std::int64_t w) {
+  return ((p * g.out[0] + d) * g.out[1] + h) * g.out[2] + w;
+}
+
+/// \brief Max pooling's gradient at an input element: the sum of gy over the outputs whose arg
+/// max it is, in the outputs' order.
+template <class T, bool Rows>
+struct MaxPoolGradKernel {
+  const T* gy;
+  const std::int64_t* arg;
+  T* gx;
+  PoolGrid g;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    gather_inputs<Rows>(g, i, gx, [&](std::int64_t at, std::int64_t p, const std::int64_t (&first)[3], const std::int64_t (&last)[3]) {
+      T sum = 0;
+      for (std::int64_t d = first[0]; d < last[0]; ++d)
+        for (std::int64_t h = first[1]; h < last[1]; ++h)
+          for (std::int64_t w = first[2]; w < last[2]; ++w) {
+            const std::int64_t o = output_at(g, p, d, h, w);
+            if (arg[o] == at) sum += gy[o];
+          }
+      return sum;
+    });
+  }
+};
+
+/// \brief Average pooling's gradient at an input element: the sum of gy[o] / the divisor of o over
+/// the outputs o whose windows hold it, in the outputs' order.
+template <class T, bool Rows>
+struct AvgPoolGradKernel {
+  const T* gy;
+  T* gx;
+  PoolGrid g;
+  bool count_pad;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    gather_inputs<Rows>(g, i, gx, [&](std::int64_t, std::int64_t p, const std::int64_t (&first)[3], const std::int64_t (&last)[3]) {
+      T sum = 0;
+      Window win;
+      for (std::int64_t d = first[0]; d < last[0]; ++d) {
+        win.set(g, 0, d);
+        for (std::int64_t h = first[1]; h < last[1]; ++h) {
+          win.set(g, 1, h);
+          for (std::int64_t w = first[2]; w < last[2]; ++w) {
+            win.set(g, 2, w);
+            sum += gy[output_at(g, p, d, h, w)] / static_cast<T>(win.divisor(count_pad));
+          }
+        }
+      }
+      return sum;
+    });
+  }
+};
+
+/// \brief An op's kernel labels, by its number of spatial axes.
+struct PoolLabels {
+  const char* forward;
+  const char* grad;
+};
+constexpr PoolLabels max_pool_labels[3] = {{"kten::max_pool1d", "kten::max_pool1d_grad"},
+                                           {"kten::max_pool2d", "kten::max_pool2d_grad"},
+                                           {"kten::max_pool3d", "kten::max_pool3d_grad"}};
+constexpr PoolLabels avg_pool_labels[3] = {{"kten::avg_pool1d", "kten::avg_pool1d_grad"},
+                                           {"kten::avg_pool2d", "kten::avg_pool2d_grad"},
+                                           {"kten::avg_pool3d", "kten::avg_pool3d_grad"}};
+constexpr PoolLabels adaptive_labels[3] = {{"kten::adaptive_avg_pool1d", "kten::adaptive_avg_pool1d_grad"},
+                                           {"kten::adaptive_avg_pool2d", "kten::adaptive_avg_pool2d_grad"},
+                                           {"kten::adaptive_avg_pool3d", "kten::adaptive_avg_pool3d_grad"}};
+
+// a + b, or a ShapeError naming the op when the sum of sizes does not fit.
+std::int64_t add_sizes(const char* op, std::int64_t a, std::int64_t b) {
+  const auto sum = checked_add(a, b);
+  if (!sum) fail<ShapeError>(op, "the sizes ", a, " and ", b, " overflow 64-bit arithmetic");
+  return *sum;
+}
+
+// PyTorch's pooling checks: C and the grid non-empty (a batch of 0 is allowed).
+void check_planes(const char* op, const Tensor& x, const GridPlanes& g) {
+  if (g.channels == 0 || g.plane_size() == 0)
+    fail<ShapeError>(op, "expects non-empty channels and spatial axes (a batch of 0 is allowed), got shape ", x.shape());
+}
+
+// The pooling of x over its last `spatial` axes by windows of `kernel` elements, `stride` apart
+// (empty: the kernel), on x padded by `padding` on both sides; ShapeError where PyTorch refuses.
+PoolGrid pool_grid(const char* op, const Tensor& x, int spatial, const Shape& kernel, const Shape& stride,
+                   const Shape& padding, bool ceil_mode) {
+  PoolGrid g;
+  g.x = grid_planes(op, x, spatial, /*unbatched=*/true);
+  check_planes(op, x, g.x);
+  std::int64_t k[3], s[3], p[3];
+  per_axis(op, "kernel", kernel, spatial, 1, k);
+  per_axis(op, "stride", stride.empty() ? kernel : stride, spatial, 1, s);
+  per_axis(op, "padding", padding, spatial, 0, p);
+  for (int a = 3 - spatial; a < 3; ++a) {
+    if (k[a] < 1 || s[a] < 1 || p[a] < 0)
+      fail<ShapeError>(op, "kernel and stride must be >= 1 and padding >= 0; got ", k[a], ", ", s[a], " and ", p[a],
+                       " along an axis (input shape ", x.shape(), ")");
+    if (p[a] > k[a] / 2)
+      fail<ShapeError>(op, "padding ", padding, " is more than half the kernel ", kernel, " (as PyTorch refuses)");
+    const std::int64_t in = g.x.extent[a], padded = add_sizes(op, in, 2 * p[a]);
+    if (k[a] > padded)
+      fail<ShapeError>(op, "kernel ", kernel, " is larger than the input ", x.shape(), " padded by ", padding,
+                       ": the output would be empty");
+    // PyTorch's pooling_output_shape: the last window starts inside the input or its left padding.
+    std::int64_t out = add_sizes(op, padded - k[a], ceil_mode ? s[a] - 1 : 0) / s[a] + 1;
+    if (ceil_mode && (out - 1) * s[a] >= in + p[a]) --out;
+    g.axis[a] = PoolAxis{in, out, k[a], s[a], p[a], false};
+    g.out[a] = out;
+  }
+  return g;
+}
+
+// Adaptive pooling of x's last `spatial` axes to `output_size`.
+PoolGrid adaptive_grid(const char* op, const Tensor& x, int spatial, const Shape& output_size) {
+  PoolGrid g;
+  g.x = grid_planes(op, x, spatial, /*unbatched=*/true);
+  check_planes(op, x, g.x);
+  std::int64_t out[3];
+  per_axis(op, "output_size", output_size, spatial, 1, out);
+  for (int a = 3 - spatial; a < 3; ++a) {
+    if (out[a] < 1) fail<ShapeError>(op, "output_size ", output_size, " must be >= 1 (input shape ", x.shape(), ")");
+    if (!checked_mul(g.x.extent[a] + 1, out[a] + 1))  // the bins' arithmetic forms (o + 1) in and (i + 1) out
+      fail<ShapeError>(op, "output_size ", output_size, " and input shape ", x.shape(), " overflow 64-bit arithmetic");
+    g.axis[a] = PoolAxis{g.x.extent[a], out[a], 1, 1, 0, true};
+    g.out[a] = out[a];
+  }
+  return g;
+}
+
+// The elements a pooling touches: its outputs, and its input once.
+std::int64_t pool_work(const Tensor& x, const Tensor& y) { return std::max(x.numel(), y.numel()); }
+
+}  // namespace
+
+Tensor max_pool(const Tensor& x, int spatial, const Shape& kernel, const Shape& stride, const Shape& padding, bool ceil_mode) {
+  const PoolLabels label = max_pool_labels[spatial - 1];
+  const PoolGrid g = pool_grid(label.forward, x, spatial, kernel, stride, padding, ceil_mode);
+  Tensor y = empty(grid_result_shape(x, spatial, g.out), x.device(), x.dtype());
+  const std::int64_t work = pool_work(x, y);
+  if (!recording(x)) {
+    launch_views(label.forward, [&](const auto& backend, auto* px, auto* py) {
+      using T = std::remove_pointer_t<decltype(px)>;
+      constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+      for_each_index(label.forward, backend, GridWalk<rows>::indices(y.numel(), g.out),
+                     MaxPoolKernel<T, false, rows>{px, py, nullptr, g}, work);
+    }, x, y);
+    return y;
+  }
+  const Tensor arg = empty(y.shape(), x.device(), DType::int64);
+  launch_views(label.forward, [&](const auto& backend, auto* px, auto* py, std::int64_t* pa) {
+    using T = std::remove_pointer_t<decltype(px)>;
+    constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+    for_each_index(label.forward, backend, GridWalk<rows>::indices(y.numel(), g.out), MaxPoolKernel<T, true, rows>{px, py, pa, g},
+                   work);
+  }, x, y, Fixed<std::int64_t>{arg});
+  record(label.forward, y, {&x}, [label, g, arg, x_shape = x.shape()](const Tensor& g_in, const Needs&) {
+    const Tensor gy = g_in.contiguous();
+    Tensor gx = empty(x_shape, gy.device(), gy.dtype());
+    launch(label.grad, [&](const auto& backend, auto* pgy, auto* pgx, const std::int64_t* pa) {
+      using T = std::remove_pointer_t<decltype(pgy)>;
+      constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+      for_each_index(label.grad, backend, GridWalk<rows>::indices(gx.numel(), g.x.extent), MaxPoolGradKernel<T, rows>{pgy, pa, pgx, g},
+                     pool_work(gx, gy));
+    }, gy, gx, Fixed<std::int64_t>{arg});
+    return Grads{gx};
+  });
+  return y;
+}
+
+namespace {
+
+// Average pooling (avg_pool and adaptive_avg_pool) of x over the grid g.
+Tensor avg_pool(const PoolLabels& label, int spatial, const Tensor& x, const PoolGrid& g, bool count_pad) {
+  Tensor y = empty(grid_result_shape(x, spatial, g.out), x.device(), x.dtype());
+  launch_views(label.forward, [&](const auto& backend, auto* px, auto* py) {
+    using T = std::remove_pointer_t<decltype(px)>;
+    constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+    for_each_index(label.forward, backend, GridWalk<rows>::indices(y.numel(), g.out), AvgPoolKernel<T, rows>{px, py, g, count_pad},
+                   pool_work(x, y));
+  }, x, y);
+  if (recording(x))
+    record(label.forward, y, {&x}, [label, g, count_pad, x_shape = x.shape()](const Tensor& g_in, const Needs&) {
+      const Tensor gy = g_in.contiguous();
+      Tensor gx = empty(x_shape, gy.device(), gy.dtype());
+      launch(label.grad, [&](const auto& backend, auto* pgy, auto* pgx) {
+        using T = std::remove_pointer_t<decltype(pgy)>;
+        constexpr bool rows = std::decay_t<decltype(backend)>::is_host;
+        for_each_index(label.grad, backend, GridWalk<rows>::indices(gx.numel(), g.x.extent),
+                       AvgPoolGradKernel<T, rows>{pgy, pgx, g, count_pad}, pool_work(gx, gy));
+      }, gy, gx);
+      return Grads{gx};
+    });
+  return y;
+}
+
+Tensor avg_pool_of(int spatial, const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding,
+                   bool ceil_mode, bool count_include_pad) {
+  const PoolLabels label = avg_pool_labels[spatial - 1];
+  return avg_pool(label, spatial, x, pool_grid(label.forward, x, spatial, kernel, stride, padding, ceil_mode), count_include_pad);
+}
+
+Tensor adaptive_avg_pool_of(int spatial, const Tensor& x, const Shape& output_size) {
+  const PoolLabels label = adaptive_labels[spatial - 1];
+  return avg_pool(label, spatial, x, adaptive_grid(label.forward, x, spatial, output_size), true);
+}
+
+}  // namespace
+}  // namespace detail
+
+Tensor max_pool1d(const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding) {
+  return detail::max_pool(x, 1, kernel, stride, padding, false);
+}
+Tensor max_pool2d(const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding) {
+  return detail::max_pool(x, 2, kernel, stride, padding, false);
+}
+Tensor max_pool3d(const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding) {
+  return detail::max_pool(x, 3, kernel, stride, padding, false);
+}
+Tensor avg_pool1d(const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding, bool ceil_mode,
+                  bool count_include_pad) {
+  return detail::avg_pool_of(1, x, kernel, stride, padding, ceil_mode, count_include_pad);
+}
+Tensor avg_pool2d(const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding, bool ceil_mode,
+                  bool count_include_pad) {
+  return detail::avg_pool_of(2, x, kernel, stride, padding, ceil_mode, count_include_pad);
+}
+Tensor avg_pool3d(const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding, bool ceil_mode,
+                  bool count_include_pad) {
+  return detail::avg_pool_of(3, x, kernel, stride, padding, ceil_mode, count_include_pad);
+}
+Tensor adaptive_avg_pool1d(const Tensor& x, const Shape& output_size) { return detail::adaptive_avg_pool_of(1, x, output_size); }
+Tensor adaptive_avg_pool2d(const Tensor& x, const Shape& output_size) { return detail::adaptive_avg_pool_of(2, x, output_size); }
+Tensor adaptive_avg_pool3d(const Tensor& x, const Shape& output_size) { return detail::adaptive_avg_pool_of(3, x, output_size); }
+
+}  // namespace kten
+
+namespace kten::ops {
+
+namespace {
+// A pooling's sizes from attrs.ints: kernel, stride and padding, `per` values each, then `flags`
+// 0/1 values (avg_pool's ceil_mode and count_include_pad).
+struct PoolSizes {
+  Shape kernel, stride, padding;
+  bool flag(std::size_t i) const { return flags.at(i) != 0; }
+  Shape flags;
+};
+PoolSizes pool_sizes(const OpAttrs& a, std::size_t flags) {
+  if (a.ints.size() < flags || (a.ints.size() - flags) % 3 != 0)
+    detail::fail("kten::ops", "a pooling's attributes are kernel, stride and padding (equally many values), then ", flags, " flags");
+  const auto per = static_cast<std::ptrdiff_t>((a.ints.size() - flags) / 3);
+  const auto at = a.ints.begin();
+  return {Shape(at, at + per), Shape(at + per, at + 2 * per), Shape(at + 2 * per, at + 3 * per), Shape(at + 3 * per, a.ints.end())};
+}
+}  // namespace
+
+// The registry's rows of this family (registry.hpp). Attributes: `ints` holds kernel, stride and
+// padding (one value, or one per spatial axis, each), then avg_pool's ceil_mode and
+// count_include_pad as 0 or 1; adaptive pooling's `ints` is the output size.
+std::vector<OpDef> pool_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  return {
+      {"max_pool1d", "max_pool1d(Tensor,Shape,Shape,Shape)", 1, {Domain::distinct}, DTypes::floating, true,
+       [](X x, A a) { const PoolSizes s = pool_sizes(a, 0); return max_pool1d(x[0], s.kernel, s.stride, s.padding); }},
+      {"max_pool2d", "max_pool2d(Tensor,Shape,Shape,Shape)", 1, {Domain::distinct}, DTypes::floating, true,
+       [](X x, A a) { const PoolSizes s = pool_sizes(a, 0); return max_pool2d(x[0], s.kernel, s.stride, s.padding); }},
+      {"max_pool3d", "max_pool3d(Tensor,Shape,Shape,Shape)", 1, {Domain::distinct}, DTypes::floating, true,
+       [](X x, A a) { const PoolSizes s = pool_sizes(a, 0); return max_pool3d(x[0], s.kernel, s.stride, s.padding); }},
+      {"avg_pool1d", "avg_pool1d(Tensor,Shape,Shape,Shape,bool,bool)", 1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) {
+         const PoolSizes s = pool_sizes(a, 2);
+         return avg_pool1d(x[0], s.kernel, s.stride, s.padding, s.flag(0), s.flag(1));
+       }},
+      {"avg_pool2d", "avg_pool2d(Tensor,Shape,Shape,Shape,bool,bool)", 1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) {
+         const PoolSizes s = pool_sizes(a, 2);
+         return avg_pool2d(x[0], s.kernel, s.stride, s.padding, s.flag(0), s.flag(1));
+       }},
+      {"avg_pool3d", "avg_pool3d(Tensor,Shape,Shape,Shape,bool,bool)", 1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) {
+         const PoolSizes s = pool_sizes(a, 2);
+         return avg_pool3d(x[0], s.kernel, s.stride, s.padding, s.flag(0), s.flag(1));
+       }},
+      {"adaptive_avg_pool1d", "adaptive_avg_pool1d(Tensor,Shape)", 1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) { return adaptive_avg_pool1d(x[0], a.ints); }},
+      {"adaptive_avg_pool2d", "adaptive_avg_pool2d(Tensor,Shape)", 1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) { return adaptive_avg_pool2d(x[0], a.ints); }},
+      {"adaptive_avg_pool3d", "adaptive_avg_pool3d(Tensor,Shape)", 1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) { return adaptive_avg_pool3d(x[0], a.ints); }},
+  };
+}
+
+}  // namespace kten::ops
