@@ -285,6 +285,10 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 Tensor clamp(const Tensor& x, double lo, double hi) {
   return unary_with_grad_kernel("kten::clamp", "kten::clamp_grad", x, Clamp{lo, hi}, ClampGrad{lo, hi});
 }
+// --- leaky_relu (issue 31, normalisation and small layers) ---
+Tensor leaky_relu(const Tensor& x, double slope) {
+  return unary_with_grad_kernel("kten::leaky_relu", "kten::leaky_relu_grad", x, LeakyRelu{slope}, LeakyReluGrad{slope});
+}
 Tensor pow(const Tensor& x, double exponent) {
   const PowScalarGrad grad{PowScalar::of(exponent - 1), exponent};
   return differentiable_unary("kten::pow_scalar", x, [grad](const Tensor& x, const Tensor&, const Tensor& g) {
@@ -393,6 +397,9 @@ std::vector<OpDef> elementwise_ops() {
       {"minimum", "minimum(Tensor,Tensor)", 2, {Domain::distinct}, DTypes::floating, true, [](X x, A) { return minimum(x[0], x[1]); }},
       {"clamp", "clamp(Tensor,double,double)", 1, {Domain::distinct}, DTypes::floating, true,
        [](X x, A a) { return clamp(x[0], a.reals.at(0), a.reals.at(1)); }},
+      // --- leaky_relu (issue 31, normalisation and small layers); reals: slope (0.01 when not given)
+      {"leaky_relu", "leaky_relu(Tensor,double)", 1, {nonzero}, DTypes::floating, true,
+       [](X x, A a) { return leaky_relu(x[0], a.reals.empty() ? 0.01 : a.reals[0]); }},
       {"Tensor::astype", "Tensor::astype(DType)", 1, {real}, DTypes::any, true, [](X x, A a) { return x[0].astype(a.dtype); }},
   };
 }

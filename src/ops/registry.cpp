@@ -55,7 +55,8 @@ namespace {
 
 std::vector<OpDef> all_ops() {
   std::vector<OpDef> all;
-  for (std::vector<OpDef> (*family)() : {elementwise_ops, compare_ops, reduce_ops, softmax_ops, indexing_ops, linalg_ops, view_ops})
+  for (std::vector<OpDef> (*family)() : {elementwise_ops, compare_ops, reduce_ops, softmax_ops, indexing_ops, linalg_ops, view_ops,
+                                              norm_ops})
     for (OpDef& op : family()) all.push_back(std::move(op));
   std::unordered_set<std::string> names;
   for (const OpDef& op : all)

@@ -80,5 +80,6 @@ std::vector<OpDef> softmax_ops();
 std::vector<OpDef> indexing_ops();
 std::vector<OpDef> linalg_ops();
 std::vector<OpDef> view_ops();
+std::vector<OpDef> norm_ops();  // issue 31: batch, group and instance norm (src/ops/norm.cpp)
 
 }  // namespace kten::ops

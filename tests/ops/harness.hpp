@@ -85,6 +85,18 @@ ShapeGen batched_matmul_shapes();
 ShapeGen matvec_shapes();
 /// `arity` shapes equal except along `dim`.
 ShapeGen cat_shapes(int arity, int dim);
+// --- issue 31 (normalisation) ---
+/// (N, C, spatial...) of rank min_rank..max_rank, C a multiple of `groups`, then two (C)
+/// per-channel tensors (weight, bias). Every channel holds more than one value, and each sample's
+/// channel more than one when min_rank >= 3 (the normalisations refuse a single value); an empty
+/// case has N = 0.
+ShapeGen channels_first(int min_rank, int max_rank, std::int64_t groups = 1);
+/// The first of a generator's shapes alone (channels_first's x without weight and bias).
+ShapeGen input_only(ShapeGen shapes);
+/// float32 tolerances of batch, group and instance norm: their gradients hold absolute errors of
+/// a few n u on sums of up to 20,000 terms, times 1 / sqrt(var + eps), which reaches 316 on the
+/// constant sets of expanded inputs (g w - mean(g w) is then all rounding, amplified).
+constexpr double kNormRtol32 = 1e-4, kNormAtol32 = 5e-4;
 
 /// |kten - torch| <= atol + rtol * |torch|, elementwise (see Row::term_scale for sums).
 struct Tolerance {
