@@ -93,10 +93,6 @@ ShapeGen cat_shapes(int arity, int dim);
 ShapeGen channels_first(int min_rank, int max_rank, std::int64_t groups = 1);
 /// The first of a generator's shapes alone (channels_first's x without weight and bias).
 ShapeGen input_only(ShapeGen shapes);
-/// float32 tolerances of batch, group and instance norm: their gradients hold absolute errors of
-/// a few n u on sums of up to 20,000 terms, times 1 / sqrt(var + eps), which reaches 316 on the
-/// constant sets of expanded inputs (g w - mean(g w) is then all rounding, amplified).
-constexpr double kNormRtol32 = 1e-4, kNormAtol32 = 5e-4;
 
 /// |kten - torch| <= atol + rtol * |torch|, elementwise (see Row::term_scale for sums).
 struct Tolerance {
@@ -175,6 +171,21 @@ struct Row {
   /// float64 tolerances.
   Row tol64(double rtol, double atol) && { f64 = {rtol, atol}; return std::move(*this); }
 };
+
+// --- issue 31 (normalisation) ---
+/// A batch, group or instance norm row's options: float32 tolerances for gradients that hold
+/// absolute errors of a few n u on sums of up to 20,000 terms, times 1 / sqrt(var + eps), which
+/// reaches 316 on the constant sets of expanded inputs (g w - mean(g w) is then all rounding);
+/// float64 ones (1e-10 relative, 1e-8 absolute) for the same sets, where PyTorch's own rounding of
+/// the mean is amplified alike, n times (its weight gradient is 4e-9 where kten's exact 0 stands); PyTorch's float32 computed in float64 (its float32 is off by
+/// up to 6e-4 there); and no infinities (PyTorch's fused x * scale + shift turns an infinite
+/// input, weight or bias into NaN where kten's (x - mean) * scale + shift keeps the infinity).
+Row normalisation(Row row);
+// PyTorch 1.13's CPU batch_norm backward (instance_norm's too) is wrong for two layouts: an
+// expanded (stride 0) weight (the input's gradient in channels >= 1 is garbage: 0, or denormals
+// from stale memory), and an input whose strides make it channels-last with a gradient that is
+// not (the bias' gradient is not even the sum of the output's). Its side of those rows takes
+// contiguous copies of x and the weight; kten's still gets the strided ones.
 
 /// A row of the registered op `op`: its registry forward with `attrs` on the inputs, the
 /// registry's domains, a values-only row when the op is not differentiable; `label` names the
