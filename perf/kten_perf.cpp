@@ -294,6 +294,21 @@ void register_bandwidth() {
   forward_backward("bandwidth/softmax_fwd_bwd", softmax);
   forward("bandwidth/layernorm", layer_norm);
   forward_backward("bandwidth/layernorm_fwd_bwd", layer_norm);
+  // --- issue 31 (normalisation): BatchNorm2d in training mode, forward + backward of an
+  // 8x32x64x64 batch (quick: 2x8x32x32), counted as LayerNorm's: x read and y written, then x and
+  // the gradient read and dx written (the weight's and bias' gradients and the running statistics
+  // come from the same passes).
+  benchmark::RegisterBenchmark("bandwidth/batchnorm2d_fwd_bwd", [=](benchmark::State& state) {
+    const kten::Shape shape = config.quick ? kten::Shape{2, 8, 32, 32} : kten::Shape{8, 32, 64, 64};
+    kten::nn::BatchNorm2d norm(shape[1]);
+    norm.to(d);
+    auto x = kten::rand(shape, d, 1), g = kten::rand(shape, d, 2);
+    x.requires_grad_();
+    timed(state, d, 5 * 4.0 * static_cast<double>(x.numel()), [&] {
+      x.set_grad(Tensor());
+      norm(x).backward(g);
+    });
+  });
   benchmark::RegisterBenchmark("bandwidth/sum", [=](benchmark::State& state) {
     auto a = kten::rand({n}, d, 1);
     timed(state, d, bytes, [&] { kten::sum(a); });
@@ -1168,6 +1183,10 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
                   ratio(rate("bandwidth/layernorm"), copy.first), true});
   rows.push_back({"layernorm_fwd_bwd_vs_copy", "LayerNorm forward + backward, least bytes/s vs a copy", ">= 0.80",
                   ratio(rate("bandwidth/layernorm_fwd_bwd"), copy.first), true});
+  // --- issue 31 (normalisation): 4 MiB of activations, which a CPU's caches partly hold, against
+  // the copy of 2^26 floats from memory: informative, not a limit.
+  rows.push_back({"norm_batchnorm2d_fwd_bwd_vs_copy", "BatchNorm2d 8x32x64x64 forward + backward, least bytes/s vs a copy",
+                  ">= 0.50", ratio(rate("bandwidth/batchnorm2d_fwd_bwd"), copy.first)});
   rows.push_back({"sum_vs_read", "sum bytes/s vs a read" + limit + read.second + ")", ">= 0.85",
                   ratio(rate("bandwidth/sum"), read.first), true});
   rows.push_back({"norm_vs_read", "norm bytes/s vs a read" + limit + read.second + ")", ">= 0.85",

@@ -336,5 +336,30 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b = {}, 
 Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const Tensor& b = {}, const Shape& stride = {1},
                         const Shape& padding = {0}, const Shape& output_padding = {0}, std::int64_t groups = 1,
                         const Shape& dilation = {1});
+// --- Normalisation and leaky_relu (issue 31): torch.nn.functional's forms and argument order, on
+// channels-first input (N, C, ...), differentiable in x, weight and bias. Per-channel tensors
+// (running statistics, weight, bias) are (C) or undefined (none), of x's dtype and device;
+// otherwise ShapeError or DTypeError naming the op and the shapes.
+
+/// \brief torch.nn.functional.batch_norm: in training, normalises each channel by the batch's mean
+/// and biased variance over N and the spatial axes, and updates the defined running statistics in
+/// place, off the tape: running = (1 - momentum) running + momentum batch, with the unbiased
+/// variance (ShapeError for a single value per channel); otherwise normalises by the running
+/// statistics (both needed). Then scales by weight and shifts by bias where defined.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = {},
+                  const Tensor& bias = {}, bool training = false, double momentum = 0.1, double eps = 1e-5);
+/// \brief torch.nn.functional.group_norm: normalises each sample's `groups` groups of C / groups
+/// consecutive channels (with their spatial axes) by their mean and biased variance, then the
+/// per-channel weight and bias; groups must divide C (ShapeError).
+Tensor group_norm(const Tensor& x, std::int64_t groups, const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
+/// \brief torch.nn.functional.instance_norm: normalises each sample's channels over the spatial axes
+/// (more than one element, else ShapeError) when use_input_stats, updating the defined running
+/// statistics with the batch's average as batch_norm does; otherwise by the running statistics.
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean = {}, const Tensor& running_var = {},
+                     const Tensor& weight = {}, const Tensor& bias = {}, bool use_input_stats = true,
+                     double momentum = 0.1, double eps = 1e-5);
+/// \brief Elementwise x where x > 0, else slope x (torch.nn.functional.leaky_relu); the gradient is
+/// g where x > 0, else slope g.
+Tensor leaky_relu(const Tensor& x, double slope = 0.01);
 
 }  // namespace kten

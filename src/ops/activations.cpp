@@ -1,4 +1,4 @@
-// Activations: relu, sigmoid, tanh, gelu, silu, softplus and clamp, each with its gradient beside
+// Activations: relu, sigmoid, tanh, gelu, silu, softplus, clamp and leaky_relu, each with its gradient beside
 // it (one kernel each way). Bandwidth-bound like every elementwise kernel (elementwise.cpp).
 #include <kten/ops.hpp>
 
@@ -33,6 +33,9 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 Tensor clamp(const Tensor& x, double lo, double hi) {
   return unary_with_grad_kernel("kten::clamp", "kten::clamp_grad", x, Clamp{lo, hi}, ClampGrad{lo, hi});
 }
+Tensor leaky_relu(const Tensor& x, double slope) {
+  return unary_with_grad_kernel("kten::leaky_relu", "kten::leaky_relu_grad", x, LeakyRelu{slope}, LeakyReluGrad{slope});
+}
 
 }  // namespace kten
 
@@ -54,6 +57,9 @@ std::vector<OpDef> activation_ops() {
        [](X x, A a) { return softplus(x[0], a.reals.size() > 0 ? a.reals[0] : 1.0, a.reals.size() > 1 ? a.reals[1] : 20.0); }},
       {"clamp", "clamp(Tensor,double,double)", 1, {Domain::distinct}, DTypes::floating, true,
        [](X x, A a) { return clamp(x[0], a.reals.at(0), a.reals.at(1)); }},
+      // reals: slope (0.01 when not given)
+      {"leaky_relu", "leaky_relu(Tensor,double)", 1, {nonzero}, DTypes::floating, true,
+       [](X x, A a) { return leaky_relu(x[0], a.reals.empty() ? 0.01 : a.reals[0]); }},
   };
 }
 

@@ -114,6 +114,17 @@ struct ClampGrad {
   double lo, hi;
   template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x >= T(lo) && x <= T(hi) ? g : T(0); }
 };
+// --- leaky_relu (issue 31, normalisation and small layers) ---
+/// \brief leaky_relu: x where x > 0, else slope x (NaN stays NaN).
+struct LeakyRelu {
+  double slope;
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return x > T(0) ? x : x * T(slope); }
+};
+/// \brief leaky_relu's gradient: g where x > 0, else slope g (PyTorch's, 0 and NaN included).
+struct LeakyReluGrad {
+  double slope;
+  template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return x > T(0) ? g : g * T(slope); }
+};
 
 /// \brief x^e for a scalar e. PyTorch computes some exponents another way, and so does this: 0 and
 /// 1 (1 and x, NaN included), 0.5 (sqrt: -0 stays -0, -inf gives NaN), -0.5 (1 / sqrt), -1, 2, 3, -2

@@ -61,6 +61,7 @@ std::vector<OpDef> all_ops() {
            softmax_ops, indexing_ops, linalg_ops, view_ops,
            conv_ops,  // convolutions and padding
            pool_ops, resample_ops,  // pooling and resampling
+           norm_ops,  // batch, group and instance normalisation
        })
     for (OpDef& op : family()) all.push_back(std::move(op));
   std::unordered_set<std::string> names;

@@ -89,5 +89,6 @@ std::vector<OpDef> conv_ops();
 // Pooling and resampling (issue 31 item 2).
 std::vector<OpDef> pool_ops();
 std::vector<OpDef> resample_ops();
+std::vector<OpDef> norm_ops();  // issue 31: batch, group and instance norm (src/ops/norm.cpp)
 
 }  // namespace kten::ops

@@ -151,6 +151,45 @@ ShapeGen grid_shapes(int spatial, std::int64_t min_extent, bool unbatched) {
           }};
 }
 
+// --- issue 31 (normalisation) ---
+ShapeGen channels_first(int min_rank, int max_rank, std::int64_t groups) {
+  return {3, [min_rank, max_rank, groups](Rng& rng, const ShapeOptions& o) {
+            const int rank = static_cast<int>(uniform_int(rng, min_rank, max_rank));
+            Shape x;
+            if (o.small) {  // (2, C <= 2, 1.., 3): at most 12 elements
+              x = {2, groups};
+              for (int d = 2; d < rank; ++d) x.push_back(d == rank - 1 ? 3 : 1);
+            } else if (o.large) {  // 6,000 to 20,000 elements, most along the last axis
+              const std::int64_t c = groups * uniform_int(rng, 1, std::max<std::int64_t>(1, 8 / groups));
+              const std::int64_t n = rank == 2 ? uniform_int(rng, 6000, 20000) / c : uniform_int(rng, 2, 3);
+              std::int64_t rest = uniform_int(rng, 6000, 20000) / (n * c);
+              x = {n, c};
+              for (int d = 2; d < rank; ++d) {
+                const std::int64_t e = d == rank - 1 ? std::max<std::int64_t>(rest, 2) : 4;
+                x.push_back(e);
+                rest /= e;
+              }
+            } else {
+              x = {uniform_int(rng, rank == 2 ? 2 : 1, 3), groups * uniform_int(rng, 1, 3)};
+              for (int d = 2; d < rank; ++d) x.push_back(uniform_int(rng, d == rank - 1 ? 2 : 1, 4));
+            }
+            if (o.empty) x[0] = 0;
+            return std::vector<Shape>{x, {x[1]}, {x[1]}};
+          }};
+}
+
+Row normalisation(Row row) {
+  return std::move(row)
+      .tol32(1e-4, 5e-4)
+      .tol64(1e-10, 1e-8)
+      .float64_reference("PyTorch's float32 normalisations are off by up to 6e-4 on constant groups")
+      .no_infinities("PyTorch's fused x * scale + shift makes NaN of an infinity that (x - mean) * scale + shift keeps");
+}
+
+ShapeGen input_only(ShapeGen shapes) {
+  return {1, [shapes](Rng& rng, const ShapeOptions& o) { return std::vector<Shape>{shapes.make(rng, o)[0]}; }};
+}
+
 namespace engine {
 
 std::int64_t uniform_int(Rng& rng, std::int64_t lo, std::int64_t hi) {

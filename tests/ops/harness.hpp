@@ -89,6 +89,14 @@ ShapeGen cat_shapes(int arity, int dim);
 /// (N, C, spatial...) with `spatial` (1 to 3) axes of at least `min_extent` each (N = 0 when
 /// empty); with `unbatched`, sometimes (C, spatial...).
 ShapeGen grid_shapes(int spatial, std::int64_t min_extent, bool unbatched = false);
+// --- issue 31 (normalisation) ---
+/// (N, C, spatial...) of rank min_rank..max_rank, C a multiple of `groups`, then two (C)
+/// per-channel tensors (weight, bias). Every channel holds more than one value, and each sample's
+/// channel more than one when min_rank >= 3 (the normalisations refuse a single value); an empty
+/// case has N = 0.
+ShapeGen channels_first(int min_rank, int max_rank, std::int64_t groups = 1);
+/// The first of a generator's shapes alone (channels_first's x without weight and bias).
+ShapeGen input_only(ShapeGen shapes);
 
 /// |kten - torch| <= atol + rtol * |torch|, elementwise (see Row::term_scale for sums).
 struct Tolerance {
@@ -176,6 +184,21 @@ struct Row {
   /// float64 tolerances.
   Row tol64(double rtol, double atol) && { f64 = {rtol, atol}; return std::move(*this); }
 };
+
+// --- issue 31 (normalisation) ---
+/// A batch, group or instance norm row's options: float32 tolerances for gradients that hold
+/// absolute errors of a few n u on sums of up to 20,000 terms, times 1 / sqrt(var + eps), which
+/// reaches 316 on the constant sets of expanded inputs (g w - mean(g w) is then all rounding);
+/// float64 ones (1e-10 relative, 1e-8 absolute) for the same sets, where PyTorch's own rounding of
+/// the mean is amplified alike, n times (its weight gradient is 4e-9 where kten's exact 0 stands); PyTorch's float32 computed in float64 (its float32 is off by
+/// up to 6e-4 there); and no infinities (PyTorch's fused x * scale + shift turns an infinite
+/// input, weight or bias into NaN where kten's (x - mean) * scale + shift keeps the infinity).
+Row normalisation(Row row);
+// PyTorch 1.13's CPU batch_norm backward (instance_norm's too) is wrong for two layouts: an
+// expanded (stride 0) weight (the input's gradient in channels >= 1 is garbage: 0, or denormals
+// from stale memory), and an input whose strides make it channels-last with a gradient that is
+// not (the bias' gradient is not even the sum of the output's). Its side of those rows takes
+// contiguous copies of x and the weight; kten's still gets the strided ones.
 
 /// A row of the registered op `op`: its registry forward with `attrs` on the inputs, the
 /// registry's domains, a values-only row when the op is not differentiable; `label` names the

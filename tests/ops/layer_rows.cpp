@@ -155,6 +155,24 @@ using kten::nn::InterpolateMode;
 // index near a whole number may fall on the other side of it; kten computes the sources in double
 // in both dtypes (and reads the taps float64 reads).
 const char* const kLinear32 = "PyTorch's float32 linear interpolation computes its scale in float32, kten in double";
+// --- issue 31 (normalisation and small layers) ---
+// BatchNorm's options in the input's dtype.
+kten::nn::BatchNormOptions batch_norm_options(const kten::Tensor& x) {
+  kten::nn::BatchNormOptions o;
+  o.dtype = x.dtype();
+  return o;
+}
+// A BatchNorm layer of the input's channels, in evaluation mode (its running statistics 0 and 1).
+template <class Layer>
+Layer evaluating(Layer layer) {
+  layer.eval();
+  return layer;
+}
+#ifdef KTEN_HARNESS_TORCH
+// A new layer's running statistics: zeros and ones of x's channels.
+at::Tensor torch_zeros(const at::Tensor& x) { return at::zeros({x.size(1)}, x.options()); }
+at::Tensor torch_ones(const at::Tensor& x) { return at::ones({x.size(1)}, x.options()); }
+#endif
 
 }  // namespace
 
@@ -216,6 +234,32 @@ std::vector<Row> layer_table() {
       Row("nn::Upsample(size (2, 3, 4), trilinear)", grid_shapes(3, 1),
           KTEN(apply(kten::nn::Upsample(upsample({2, 3, 4}, {}, InterpolateMode::trilinear, false)), x)),
           TORCH(at::upsample_trilinear3d(x[0], at::IntArrayRef{2, 3, 4}, false))).float64_reference(kLinear32),
+      // --- issue 31 (normalisation and small layers): BatchNorm in training mode updates running
+      // statistics that start at 0 and 1 (PyTorch's side gets such fresh ones).
+      normalisation(Row("nn::BatchNorm1d", channels_first(2, 3), KTEN(apply(kten::nn::BatchNorm1d(x[0].size(1), batch_norm_options(x[0])), x)),
+          TORCH(at::batch_norm(x[0].contiguous(), x[1].contiguous(), x[2], torch_zeros(x[0]), torch_ones(x[0]), true, 0.1, 1e-5, false)))),
+      normalisation(Row("nn::BatchNorm2d", channels_first(4, 4), KTEN(apply(kten::nn::BatchNorm2d(x[0].size(1), batch_norm_options(x[0])), x)),
+          TORCH(at::batch_norm(x[0].contiguous(), x[1].contiguous(), x[2], torch_zeros(x[0]), torch_ones(x[0]), true, 0.1, 1e-5, false)))),
+      normalisation(Row("nn::BatchNorm3d", channels_first(5, 5), KTEN(apply(kten::nn::BatchNorm3d(x[0].size(1), batch_norm_options(x[0])), x)),
+          TORCH(at::batch_norm(x[0].contiguous(), x[1].contiguous(), x[2], torch_zeros(x[0]), torch_ones(x[0]), true, 0.1, 1e-5, false)))),
+      normalisation(Row("nn::BatchNorm2d (eval)", channels_first(4, 4),
+          KTEN(apply(evaluating(kten::nn::BatchNorm2d(x[0].size(1), batch_norm_options(x[0]))), x)),
+          TORCH(at::batch_norm(x[0].contiguous(), x[1].contiguous(), x[2], torch_zeros(x[0]), torch_ones(x[0]), false, 0.1, 1e-5, false)))),
+      normalisation(Row("nn::GroupNorm(2, C)", channels_first(2, 5, 2), KTEN(apply(kten::nn::GroupNorm(2, x[0].size(1), 1e-5, true, x[0].dtype()), x)),
+          TORCH(at::group_norm(x[0], 2, x[1], x[2], 1e-5, false)))),
+      normalisation(Row("nn::InstanceNorm2d(affine)", channels_first(4, 4),
+          KTEN(apply(kten::nn::InstanceNorm2d(x[0].size(1), 1e-5, true, x[0].dtype()), x)),
+          TORCH(at::instance_norm(x[0].contiguous(), x[1].contiguous(), x[2], {}, {}, true, 0.1, 1e-5, false)))).no_empty(),  // as instance_norm's op rows
+      normalisation(Row("nn::InstanceNorm1d", input_only(channels_first(3, 3)), KTEN(apply(kten::nn::InstanceNorm1d(x[0].size(1), 1e-5, false, x[0].dtype()), x)),
+          TORCH(at::instance_norm(x[0].contiguous(), {}, {}, {}, {}, true, 0.1, 1e-5, false)))).no_empty(),
+      Row("nn::LeakyReLU", broadcast(1), KTEN(apply(kten::nn::LeakyReLU(), x)), TORCH(at::leaky_relu(x[0], 0.01))).on(nonzero),
+      Row("nn::Flatten", broadcast(1, 2), KTEN(apply(kten::nn::Flatten(), x)), TORCH(x[0].flatten(1))),
+      Row("nn::Flatten(0, -2)", broadcast(1, 2), KTEN(apply(kten::nn::Flatten(0, -2), x)), TORCH(x[0].flatten(0, -2))),
+      Row("nn::Unflatten(1, {1, n})", broadcast(1, 2), KTEN(apply(kten::nn::Unflatten(1, {1, x[0].size(1)}), x)),
+          TORCH(x[0].unflatten(1, {1, x[0].size(1)}))),
+      Row("nn::Unflatten(-1, {-1, 1})", broadcast(1, 1), KTEN(apply(kten::nn::Unflatten(-1, {-1, 1}), x)), TORCH(x[0].unflatten(-1, {-1, 1})))
+          .no_empty(),
+      Row("nn::Identity", broadcast(1), KTEN(apply(kten::nn::Identity(), x)), TORCH(x[0].clone())),
       // Losses (mean reduction): sums, so tolerances scale with their terms.
       Row("nn::MSELoss", same_shape(2), KTEN(kten::nn::MSELoss()(x[0], x[1])), TORCH(at::mse_loss(x[0], x[1]))).sums(),
       Row("nn::L1Loss", same_shape(2), KTEN(kten::nn::L1Loss()(x[0], x[1])), TORCH(at::l1_loss(x[0], x[1]))).sums(),

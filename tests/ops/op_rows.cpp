@@ -89,6 +89,22 @@ const char* const kNorm32 = "PyTorch's float32 norm is off by up to 1.2e-5 at 10
 
 std::int64_t narrow_start(std::int64_t n) { return n > 0 ? 1 : 0; }
 
+// --- issue 31 (normalisation): running statistics of C channels, fixed values of x's dtype:
+// mean 0.1 c - 0.2, variance 0.5 + 0.25 c (fresh ones each call, as training changes them).
+std::vector<double> running_values(std::int64_t channels, double base, double step) {
+  std::vector<double> v;
+  for (std::int64_t c = 0; c < channels; ++c) v.push_back(base + step * static_cast<double>(c));
+  return v;
+}
+kten::Tensor kten_running(const kten::Tensor& x, double base, double step) {
+  return kten::tensor(running_values(x.size(1), base, step), x.device()).astype(x.dtype());
+}
+#ifdef KTEN_HARNESS_TORCH
+at::Tensor torch_running(const at::Tensor& x, double base, double step) {
+  return at::tensor(running_values(x.size(1), base, step), at::kDouble).to(x.scalar_type());
+}
+#endif
+
 kten::DType other(kten::DType d) { return d == kten::float32 ? kten::float64 : kten::float32; }
 #ifdef KTEN_HARNESS_TORCH
 at::ScalarType other(at::ScalarType d) { return d == at::kFloat ? at::kDouble : at::kFloat; }
@@ -433,6 +449,36 @@ std::vector<Row> op_table() {
           TORCH(at::upsample_trilinear3d(x[0], at::IntArrayRef{3, 4, 2}, false))).float64_reference(kLinear32),
       reg("interpolate_scale", "interpolate(scale 1.5, trilinear, align_corners)", grid_shapes(3, 2), reals_and_ints({1.5}, {3, 1}),
           TORCH(at::upsample_trilinear3d(x[0], c10::nullopt, true, at::ArrayRef<double>({1.5, 1.5, 1.5})))).float64_reference(kLinear32),
+      // --- issue 31 (normalisation): x (N, C, ...), weight and bias (C); running statistics built
+      // per call (kten_running), so that training's in-place updates start afresh.
+      normalisation(op("batch_norm (training)", channels_first(2, 5),
+         KTEN(kten::batch_norm(x[0], kten_running(x[0], -0.2, 0.1), kten_running(x[0], 0.5, 0.25), x[1], x[2], true, 0.1, 1e-5)),
+         TORCH(at::batch_norm(x[0].contiguous(), x[1].contiguous(), x[2], torch_running(x[0], -0.2, 0.1), torch_running(x[0], 0.5, 0.25), true, 0.1, 1e-5, false)))
+          .covers("batch_norm")),
+      normalisation(op("batch_norm (training, no affine, no running statistics)", input_only(channels_first(2, 4)),
+         KTEN(kten::batch_norm(x[0], {}, {}, {}, {}, true, 0.1, 1e-5)), TORCH(at::batch_norm(x[0].contiguous(), {}, {}, {}, {}, true, 0.1, 1e-5, false)))
+          .covers("batch_norm")),
+      normalisation(op("batch_norm (eval)", channels_first(2, 5),
+         KTEN(kten::batch_norm(x[0], kten_running(x[0], -0.2, 0.1), kten_running(x[0], 0.5, 0.25), x[1], x[2], false, 0.1, 1e-5)),
+         TORCH(at::batch_norm(x[0].contiguous(), x[1].contiguous(), x[2], torch_running(x[0], -0.2, 0.1), torch_running(x[0], 0.5, 0.25), false, 0.1, 1e-5, false)))
+          .covers("batch_norm")),
+      normalisation(op("group_norm(2 groups)", channels_first(2, 5, 2), KTEN(kten::group_norm(x[0], 2, x[1], x[2], 1e-5)),
+         TORCH(at::group_norm(x[0], 2, x[1], x[2], 1e-5, false))).covers("group_norm")),
+      normalisation(op("group_norm(1 group, eps 0.1)", channels_first(3, 4), KTEN(kten::group_norm(x[0], 1, x[1], x[2], 0.1)),
+         TORCH(at::group_norm(x[0], 1, x[1], x[2], 0.1, false))).covers("group_norm")),
+      // PyTorch 1.13's instance_norm throws on an empty batch (select() out of range); kten returns
+      // the empty result, so those cases are left out.
+      normalisation(op("instance_norm", channels_first(3, 5),
+         KTEN(kten::instance_norm(x[0], kten_running(x[0], -0.2, 0.1), kten_running(x[0], 0.5, 0.25), x[1], x[2], true, 0.1, 1e-5)),
+         TORCH(at::instance_norm(x[0].contiguous(), x[1].contiguous(), x[2], torch_running(x[0], -0.2, 0.1), torch_running(x[0], 0.5, 0.25), true, 0.1, 1e-5, false)))
+          .covers("instance_norm")).no_empty(),
+      normalisation(op("instance_norm (running statistics)", channels_first(3, 4),
+         KTEN(kten::instance_norm(x[0], kten_running(x[0], -0.2, 0.1), kten_running(x[0], 0.5, 0.25), x[1], x[2], false, 0.1, 1e-5)),
+         TORCH(at::instance_norm(x[0].contiguous(), x[1].contiguous(), x[2], torch_running(x[0], -0.2, 0.1), torch_running(x[0], 0.5, 0.25), false, 0.1, 1e-5, false)))
+          .covers("instance_norm")).no_empty(),
+      reg("leaky_relu", broadcast(1), TORCH(at::leaky_relu(x[0], 0.01))),
+      reg("leaky_relu", "leaky_relu(0.2)", broadcast(1), reals({0.2}), TORCH(at::leaky_relu(x[0], 0.2))),
+      reg("leaky_relu", "leaky_relu at 0", broadcast(1), reals({0.2}), TORCH(at::leaky_relu(x[0], 0.2))).on(Domain::zeros).no_fd(),
   };
 }
 

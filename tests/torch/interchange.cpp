@@ -44,10 +44,13 @@ bool run_python(const std::string& python, const std::string& script, const std:
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// The model of interchange.py: Linear(3, 16), ReLU, Linear(16, 2).
+// The model of interchange.py: Linear(3, 16), BatchNorm1d(16), ReLU, Linear(16, 2).
 kten::nn::Sequential model(kten::DType dtype, const kten::Device& device) {
   kten::nn::Sequential net;
   net.add(kten::nn::Linear(3, 16, {true, dtype, 1}));
+  kten::nn::BatchNormOptions norm;
+  norm.dtype = dtype;
+  net.add(kten::nn::BatchNorm1d(16, norm));
   net.add(kten::nn::ReLU());
   net.add(kten::nn::Linear(16, 2, {true, dtype, 2}));
   net.to(device);
@@ -109,12 +112,14 @@ bool from_torch(const std::string& dir, const kten::Device& device) {
     // The library's order (widest dtype, then name), not the model's: load_state_dict matches names.
     std::vector<std::string> names;
     for (const auto& [key, t] : sd) names.push_back(key);
-    if (names != std::vector<std::string>{"0.bias", "0.weight", "2.bias", "2.weight"}) {
+    if (names != std::vector<std::string>{"1.num_batches_tracked", "0.bias", "0.weight", "1.bias", "1.running_mean", "1.running_var",
+                                          "1.weight", "3.bias", "3.weight"}) {
       std::cerr << name << ": the tensors are not in the safetensors library's order\n";
       ok = false;
     }
     auto net = model(c.dtype, device);
     net.load_state_dict(sd);
+    net.eval();  // BatchNorm by PyTorch's running statistics
     const auto io = kten::io::load_safetensors(dir + "/torch-" + name + "-io.safetensors", device);
     kten::NoGradGuard no_grad;
     ok = close(name + ": kten's outputs of PyTorch's model", net(find(io, "x")), find(io, "y"), c.rtol, c.atol) && ok;
@@ -141,6 +146,7 @@ void to_torch(const std::string& dir, const kten::Device& device) {
     }
     kten::io::save_safetensors(dir + "/kten-" + name + ".safetensors", net.state_dict(), {{"format", "pt"}});
     const kten::Tensor x = kten::randn({8, 3}, device, 99, c.dtype);
+    net.eval();  // BatchNorm by the running statistics kten's training left
     kten::NoGradGuard no_grad;
     kten::io::save_safetensors(dir + "/kten-" + name + "-io.safetensors", {{"x", x}, {"y", net(x)}});
   }

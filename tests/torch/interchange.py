@@ -1,12 +1,14 @@
 """PyTorch's side of kten <-> PyTorch through safetensors files (label torch; interchange.cpp runs it).
 
-  interchange.py save DIR    trains nn.Sequential(Linear(3, 16), ReLU(), Linear(16, 2)) for a few
-                             steps, in float32 and in float64, and writes for each dtype
-                             torch-<dtype>.safetensors (its state_dict) and torch-<dtype>-io.safetensors
-                             (inputs x and the model's outputs y)
-                             and torch-conv-<dtype>.safetensors and -io of conv_model() (convolutions)
+  interchange.py save DIR    trains nn.Sequential(Linear(3, 16), BatchNorm1d(16), ReLU(), Linear(16, 2))
+                             for a few steps, in float32 and in float64, and writes for each dtype
+                             torch-<dtype>.safetensors (its state_dict, BatchNorm's buffers included)
+                             and torch-<dtype>-io.safetensors (inputs x and the model's outputs y in
+                             evaluation mode, which reads the running statistics), and
+                             torch-conv-<dtype>.safetensors and -io of conv_model() (convolutions)
   interchange.py check DIR   loads kten-<dtype>.safetensors into that model with load_state_dict and
-                             checks its outputs on x of kten-<dtype>-io.safetensors against kten's y
+                             checks its outputs (evaluation mode) on x of kten-<dtype>-io.safetensors
+                             against kten's y
 
 Debian has no safetensors package, so the files are written and read here as
 safetensors.torch.save_file and load_file do (safetensors/src/tensor.rs): tensors in the order of
@@ -68,7 +70,7 @@ def load_file(path):
 
 def model(dtype):
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(3, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    net = torch.nn.Sequential(torch.nn.Linear(3, 16), torch.nn.BatchNorm1d(16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
     return net.to(dtype)
 
 
@@ -100,6 +102,7 @@ def save(folder):
         name = str(dtype).removeprefix("torch.")
         save_file(net.state_dict(), f"{folder}/torch-{name}.safetensors", {"format": "pt"})
         x = torch.randn(8, 3, dtype=dtype)
+        net.eval()
         with torch.no_grad():
             save_file({"x": x, "y": net(x)}, f"{folder}/torch-{name}-io.safetensors")
 
@@ -110,6 +113,7 @@ def check(folder):
         name = str(dtype).removeprefix("torch.")
         net = model(dtype)
         net.load_state_dict(load_file(f"{folder}/kten-{name}.safetensors"))  # strict: kten's names are PyTorch's
+        net.eval()
         io = load_file(f"{folder}/kten-{name}-io.safetensors")
         with torch.no_grad():
             got = net(io["x"])

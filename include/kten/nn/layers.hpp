@@ -214,3 +214,6 @@ std::uint64_t next_seed();
 void manual_seed(std::uint64_t seed);
 
 }  // namespace kten::nn
+
+// --- issue 31: normalisation layers with state and the small layers of grid models ---
+#include <kten/nn/norm.hpp>

@@ -1,0 +1,358 @@
+// Batch, group and instance normalisation (torch.nn.functional's batch_norm, group_norm and
+// instance_norm) as one kernel with its gradient, on the row kernels of rows.hpp, the structure of
+// LayerNorm's (src/nn/layer_norm.cpp). Each normalises "sets" of elements of a contiguous (N, C, S)
+// tensor (S: the spatial extents' product) by their own mean and variance: batch norm a channel
+// across the batch, group norm C / G channels of one sample, instance norm one channel of one
+// sample (group norm with G = C). A set is walked by one thread on the host, one team on a GPU.
+//
+// Bandwidth-bound. The forward makes three folds over a set (mean, the correction c, the
+// variance) and one write; the backward two folds over x and g and one write of dx. Only the first
+// pass of each reads memory while a set fits in cache (a BatchNorm2d channel of 8x64x64 float32
+// values is 128 KiB, a core's L2): one read of x and one write of y forward, one read of x and g
+// and one write of dx backward. A set larger than the cache costs up to three reads of x forward
+// and two of x and g backward. The parameters' gradients come out of the backward's folds
+// (per-set sums, summed over the batch by kten::sum for group and instance norm): no extra pass.
+// A GPU runs one team per set: batch norm gets C teams (a few SMs' worth for small C).
+#include <kten/ops.hpp>
+
+#include "autograd/autograd.hpp"
+#include "core/checks.hpp"
+#include "core/fail.hpp"
+#include "dispatch/dispatch.hpp"
+#include "elementwise.hpp"
+#include "registry.hpp"
+#include "rows.hpp"
+
+namespace kten {
+namespace detail {
+namespace {
+
+/// \brief Where the statistics sets lie in a contiguous (N, C, S) tensor and which channel (weight
+/// and bias) each element belongs to. Set s is `blocks` runs of `len` contiguous elements,
+/// `stride` apart, from s * set_stride; block a of set s is channel (s % groups) * per_group + a *
+/// step. Batch norm: a set per channel c, its N blocks of S (stride C S, set_stride S, groups C,
+/// per_group 1, step 0). Group norm: a set per (n, g), a block per channel (C / G blocks of S,
+/// stride S, set_stride C / G * S, groups G, per_group C / G, step 1).
+struct NormSets {
+  std::int64_t sets, blocks, len, stride, set_stride, groups, per_group, step;
+  KOKKOS_INLINE_FUNCTION std::int64_t start(std::int64_t s, std::int64_t a) const { return s * set_stride + a * stride; }
+  KOKKOS_INLINE_FUNCTION std::int64_t channel(std::int64_t s, std::int64_t a) const { return (s % groups) * per_group + a * step; }
+  KOKKOS_INLINE_FUNCTION std::int64_t count() const { return blocks * len; }
+};
+
+/// \brief The sum over set s of block(a)(e), e the index of each element of block a: block(a)
+/// gives the per-block function (its constants, such as the channel's weight, out of the loop).
+/// Blocks of one element are walked as one strided row.
+template <class T, class Row, class Block>
+KOKKOS_INLINE_FUNCTION T set_sum(const Row& row, const NormSets& l, std::int64_t s, const Block& block) {
+  if (l.len == 1) return row_sum<T>(row, l.blocks, [&](std::int64_t a) { return block(a)(l.start(s, a)); });
+  T total = T(0);
+  for (std::int64_t a = 0; a < l.blocks; ++a) {
+    const auto f = block(a);
+    const std::int64_t e0 = l.start(s, a);
+    total += row_sum<T>(row, l.len, [&](std::int64_t k) { return f(e0 + k); });
+  }
+  return total;
+}
+
+/// \brief block(a)(e) for every element e of set s, as set_sum walks them.
+template <class Row, class Block>
+KOKKOS_INLINE_FUNCTION void set_for_each(const Row& row, const NormSets& l, std::int64_t s, const Block& block) {
+  if (l.len == 1) {
+    row.for_each(l.blocks, [&](std::int64_t a) { block(a)(l.start(s, a)); });
+    return;
+  }
+  for (std::int64_t a = 0; a < l.blocks; ++a) {
+    const auto f = block(a);
+    const std::int64_t e0 = l.start(s, a);
+    row.for_each(l.len, [&](std::int64_t k) { f(e0 + k); });
+  }
+}
+
+/// \brief y = ((x - mean) - c) / sqrt(var + eps) * w + b over each set, by LayerNorm's corrected
+/// two-pass algorithm (c, the mean of x - mean, takes the first mean's rounding off again); var is
+/// biased, as PyTorch's. Keeps each set's mean, c, var and 1 / sqrt(var + eps).
+template <class T>
+struct NormForward {
+  const T* x;
+  const T* w;
+  const T* b;
+  T* y;
+  T* set_mean;
+  T* set_c;
+  T* set_var;
+  T* set_rstd;
+  NormSets l;
+  T eps;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s, const Row& row) const {
+    const T count = static_cast<T>(l.count());
+    const T mean = set_sum<T>(row, l, s, [&](std::int64_t) { return [&](std::int64_t e) { return x[e]; }; }) / count;
+    const T c = set_sum<T>(row, l, s, [&](std::int64_t) { return [&](std::int64_t e) { return x[e] - mean; }; }) / count;
+    const T var = set_sum<T>(row, l, s, [&](std::int64_t) {
+      return [&](std::int64_t e) {
+        const T centred = (x[e] - mean) - c;
+        return centred * centred;
+      };
+    }) / count;
+    const T rstd = T(1) / math::sqrt(var + eps);
+    set_for_each(row, l, s, [&](std::int64_t a) {
+      const std::int64_t ch = l.channel(s, a);
+      const T scale = rstd * w[ch], shift = b[ch];
+      return [=](std::int64_t e) { y[e] = ((x[e] - mean) - c) * scale + shift; };
+    });
+    row.once([&]() {
+      set_mean[s] = mean;
+      set_c[s] = c;
+      set_var[s] = var;
+      set_rstd[s] = rstd;
+    });
+  }
+};
+
+/// \brief dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) over each set, gw = g * w, xhat =
+/// ((x - mean) - c) * rstd as the forward centred it. The sums of g and g * xhat it folds are also
+/// the parameters' gradients: per set for batch norm (a set is a channel), per block (a channel of
+/// one sample) for group norm, written to `partial_w` and `partial_b` when `params`.
+template <class T>
+struct NormBackward {
+  const T* x;
+  const T* g;
+  const T* w;
+  const T* set_mean;
+  const T* set_c;
+  const T* set_rstd;
+  T* dx;
+  T* partial_w;  // (sets) for step 0, (sets, blocks) for step 1
+  T* partial_b;
+  NormSets l;
+  bool want_dx, params;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s, const Row& row) const {
+    const T mean = set_mean[s], c = set_c[s], rstd = set_rstd[s];
+    const auto xhat = [=](T v) { return ((v - mean) - c) * rstd; };
+    T sum_gw = T(0), sum_gw_xhat = T(0);
+    if (l.step == 0) {
+      const T sum_g = set_sum<T>(row, l, s, [&](std::int64_t) { return [&](std::int64_t e) { return g[e]; }; });
+      const T sum_g_xhat = set_sum<T>(row, l, s, [&](std::int64_t) { return [&](std::int64_t e) { return g[e] * xhat(x[e]); }; });
+      const T wc = w[l.channel(s, 0)];
+      sum_gw = wc * sum_g;
+      sum_gw_xhat = wc * sum_g_xhat;
+      if (params) row.once([&]() {
+        partial_w[s] = sum_g_xhat;
+        partial_b[s] = sum_g;
+      });
+    } else {
+      for (std::int64_t a = 0; a < l.blocks; ++a) {
+        const std::int64_t e0 = l.start(s, a);
+        const T block_g = row_sum<T>(row, l.len, [&](std::int64_t k) { return g[e0 + k]; });
+        const T block_g_xhat = row_sum<T>(row, l.len, [&](std::int64_t k) { return g[e0 + k] * xhat(x[e0 + k]); });
+        const T wc = w[l.channel(s, a)];
+        sum_gw += wc * block_g;
+        sum_gw_xhat += wc * block_g_xhat;
+        if (params) row.once([&]() {
+          partial_w[s * l.blocks + a] = block_g_xhat;
+          partial_b[s * l.blocks + a] = block_g;
+        });
+      }
+    }
+    if (!want_dx) return;
+    const T count = static_cast<T>(l.count());
+    const T mean_gw = sum_gw / count, mean_gw_xhat = sum_gw_xhat / count;
+    set_for_each(row, l, s, [&](std::int64_t a) {
+      const T wc = w[l.channel(s, a)];
+      return [=](std::int64_t e) { dx[e] = rstd * (g[e] * wc - mean_gw - xhat(x[e]) * mean_gw_xhat); };
+    });
+  }
+};
+
+/// \brief The per-set statistics of a normalisation: mean + c is the set's mean, var its biased
+/// variance.
+struct SetStats {
+  Tensor mean, c, var, rstd;
+};
+
+/// \brief Normalises the sets of x (any shape (N, C, ...), checked by the caller) with weight
+/// and bias of shape (C) (defined: ones and zeros stand in for none), records the gradient, and
+/// returns y with the sets' statistics.
+std::pair<Tensor, SetStats> normalise(const char* op, const char* grad_op, const Tensor& x_in, const Tensor& weight,
+                                      const Tensor& bias, double eps, bool per_channel_sets, std::int64_t groups) {
+  const Tensor x = x_in.detach().contiguous();  // a copy only for a strided view
+  const std::int64_t n = x.shape()[0], channels = x.shape()[1];
+  std::int64_t inner = 1;  // the spatial extents' product: fits, as x's element count does
+  for (int d = 2; d < x.ndim(); ++d) inner *= x.shape()[d];
+  const std::int64_t per_group = channels / groups;
+  const NormSets l = per_channel_sets ? NormSets{channels, n, inner, channels * inner, inner, channels, 1, 0}
+                                      : NormSets{n * groups, per_group, inner, inner, per_group * inner, groups, per_group, 1};
+  Tensor y = empty(x.shape(), x.device(), x.dtype());
+  SetStats st{empty({l.sets}, x.device(), x.dtype()), empty({l.sets}, x.device(), x.dtype()),
+              empty({l.sets}, x.device(), x.dtype()), empty({l.sets}, x.device(), x.dtype())};
+  const Tensor w = weight.detach().contiguous(), b = bias.detach().contiguous();
+  launch(op, [&](const auto& backend, auto* px, auto* pw, auto* pb, auto* py, auto* pmean, auto* pc, auto* pvar, auto* prstd) {
+    using T = std::remove_pointer_t<decltype(px)>;
+    for_each_row(op, backend, RowLayout{l.sets, l.count(), 1},
+                 NormForward<T>{px, pw, pb, py, pmean, pc, pvar, prstd, l, static_cast<T>(eps)});
+  }, x, w, b, y, st.mean, st.c, st.var, st.rstd);
+  if (recording(x_in, weight, bias))
+    record(op, y, {&x_in, &weight, &bias}, [x, w, st, l, n, channels, grad_op](const Tensor& g_in, const Needs& needs) {
+      const Tensor g = g_in.contiguous();
+      Grads grads(3);
+      const bool params = needs[1] || needs[2];
+      const Shape partial_shape = l.step == 0 ? Shape{params ? l.sets : 0} : Shape{params ? l.sets : 0, l.blocks};
+      const Tensor dx = empty(needs[0] ? x.shape() : Shape{0}, x.device(), x.dtype());
+      const Tensor partial_w = empty(partial_shape, x.device(), x.dtype()), partial_b = empty(partial_shape, x.device(), x.dtype());
+      launch(grad_op, [&](const auto& backend, auto* px, auto* pg, auto* pw, auto* pmean, auto* pc, auto* prstd, auto* pdx,
+                          auto* ppw, auto* ppb) {
+        using T = std::remove_pointer_t<decltype(px)>;
+        for_each_row(grad_op, backend, RowLayout{l.sets, l.count(), 1},
+                     NormBackward<T>{px, pg, pw, pmean, pc, prstd, pdx, ppw, ppb, l, needs[0], params});
+      }, x, g, w, st.mean, st.c, st.rstd, dx, partial_w, partial_b);
+      if (needs[0]) grads[0] = dx;
+      // Group norm's partials are (N, C): the batch's sum, in one order on every device.
+      const auto over_batch = [&](const Tensor& p) { return l.step == 0 ? p : sum(p.reshape({n, channels}), 0); };
+      if (needs[1]) grads[1] = over_batch(partial_w);
+      if (needs[2]) grads[2] = over_batch(partial_b);
+      return grads;
+    });
+  return {y, st};
+}
+
+
+/// \brief Checks a normalisation's input: defined, of rank 2 at least, channels on axis 1.
+void check_norm_input(const char* op, const Tensor& x) {
+  check_defined(x, op);
+  if (x.ndim() < 2) fail<ShapeError>(op, "expects an input (N, C, ...) with channels on axis 1, got shape ", x.shape());
+}
+
+/// \brief Checks an optional per-channel tensor (weight, bias, running statistics): undefined, or
+/// of shape (C) on x's device in x's dtype.
+void check_per_channel(const char* op, const char* what, const Tensor& t, const Tensor& x) {
+  if (!t.defined()) return;
+  check_same_device(op, t.device(), x.device());
+  check_dtype(op, what, t, x.dtype(), "convert it with .astype(...)");
+  if (t.shape() != Shape{x.shape()[1]})
+    fail<ShapeError>(op, what, " has shape ", t.shape(), " but the input of shape ", x.shape(), " has ", x.shape()[1],
+                     " channels (axis 1): expected (", x.shape()[1], ")");
+}
+
+/// \brief t, or `fill` of shape (C) when t is undefined (no weight: ones; no bias: zeros).
+Tensor or_fill(const Tensor& t, const Tensor& x, double fill) {
+  return t.defined() ? t : full({x.shape()[1]}, fill, x.device(), x.dtype());
+}
+
+/// \brief The spatial extents' product of an (N, C, ...) input.
+std::int64_t spatial_size(const Tensor& x) {
+  std::int64_t s = 1;
+  for (int d = 2; d < x.ndim(); ++d) s *= x.shape()[d];
+  return s;
+}
+
+/// \brief (x - running_mean) / sqrt(running_var + eps) * weight + bias, channels on axis 1
+/// (evaluation mode), from differentiable ops: three passes over x.
+Tensor running_affine(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                      const Tensor& bias, double eps) {
+  Shape channel(static_cast<std::size_t>(x.ndim()), 1);
+  channel[1] = x.shape()[1];
+  Tensor scale = 1.0 / sqrt(running_var + eps);
+  if (weight.defined()) scale = scale * weight;
+  const Tensor y = (x - running_mean.reshape(channel)) * scale.reshape(channel);
+  return bias.defined() ? y + bias.reshape(channel) : y;
+}
+
+/// \brief running = (1 - momentum) running + momentum value, in place, off the tape (PyTorch's).
+void update_running(const Tensor& running, const Tensor& value, double momentum) {
+  if (running.defined()) running.copy_from(running * (1 - momentum) + value * momentum);
+}
+
+/// \brief Evaluation mode needs both running statistics.
+void require_running(const char* op, const Tensor& running_mean, const Tensor& running_var, const char* mode) {
+  if (!running_mean.defined() || !running_var.defined())
+    fail(op, mode, " normalises by running_mean and running_var, and one is undefined: pass both, or use the input's statistics");
+}
+
+}  // namespace
+}  // namespace detail
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  constexpr const char* op = "kten::batch_norm";
+  detail::check_norm_input(op, x);
+  for (const auto& [what, t] : {std::pair<const char*, const Tensor*>{"running_mean", &running_mean}, {"running_var", &running_var},
+                                {"weight", &weight}, {"bias", &bias}})
+    detail::check_per_channel(op, what, *t, x);
+  if (!training) {
+    detail::require_running(op, running_mean, running_var, "evaluation mode (training false)");
+    return detail::running_affine(x, running_mean, running_var, weight, bias, eps);
+  }
+  const std::int64_t count = x.shape()[0] * detail::spatial_size(x);
+  if (count == 1)
+    detail::fail<ShapeError>(op, "expected more than 1 value per channel when training, got input shape ", x.shape());
+  auto [y, stats] = detail::normalise(op, "kten::batch_norm_grad", x, detail::or_fill(weight, x, 1), detail::or_fill(bias, x, 0),
+                                      eps, true, 1);
+  if (x.numel() > 0) {
+    NoGradGuard no_grad;  // running statistics change in place, off the tape
+    detail::update_running(running_mean, stats.mean + stats.c, momentum);
+    detail::update_running(running_var, stats.var * (static_cast<double>(count) / static_cast<double>(count - 1)), momentum);
+  }
+  return y;
+}
+
+Tensor group_norm(const Tensor& x, std::int64_t groups, const Tensor& weight, const Tensor& bias, double eps) {
+  constexpr const char* op = "kten::group_norm";
+  detail::check_norm_input(op, x);
+  if (groups < 1 || x.shape()[1] % groups != 0)
+    detail::fail<ShapeError>(op, groups, " groups do not divide the ", x.shape()[1], " channels of the input of shape ", x.shape());
+  detail::check_per_channel(op, "weight", weight, x);
+  detail::check_per_channel(op, "bias", bias, x);
+  return detail::normalise(op, "kten::group_norm_grad", x, detail::or_fill(weight, x, 1), detail::or_fill(bias, x, 0), eps,
+                           false, groups).first;
+}
+
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                     const Tensor& bias, bool use_input_stats, double momentum, double eps) {
+  constexpr const char* op = "kten::instance_norm";
+  detail::check_norm_input(op, x);
+  for (const auto& [what, t] : {std::pair<const char*, const Tensor*>{"running_mean", &running_mean}, {"running_var", &running_var},
+                                {"weight", &weight}, {"bias", &bias}})
+    detail::check_per_channel(op, what, *t, x);
+  if (!use_input_stats) {
+    detail::require_running(op, running_mean, running_var, "use_input_stats false");
+    return detail::running_affine(x, running_mean, running_var, weight, bias, eps);
+  }
+  const std::int64_t spatial = detail::spatial_size(x);
+  if (spatial == 1)
+    detail::fail<ShapeError>(op, "expected more than 1 spatial element when training, got input shape ", x.shape());
+  auto [y, stats] = detail::normalise(op, "kten::instance_norm_grad", x, detail::or_fill(weight, x, 1), detail::or_fill(bias, x, 0),
+                                      eps, false, x.shape()[1]);
+  if (x.numel() > 0) {
+    NoGradGuard no_grad;  // the batch's mean of each channel's statistics, as PyTorch's
+    const Shape nc{x.shape()[0], x.shape()[1]};
+    detail::update_running(running_mean, mean((stats.mean + stats.c).reshape(nc), 0), momentum);
+    detail::update_running(running_var, mean((stats.var * (static_cast<double>(spatial) / static_cast<double>(spatial - 1))).reshape(nc), 0),
+                           momentum);
+  }
+  return y;
+}
+
+namespace ops {
+
+std::vector<OpDef> norm_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  const Domain real = Domain::real, positive = Domain::positive;
+  // Inputs: x, then the optional per-channel tensors (undefined: none); ints: training (or
+  // use_input_stats) as 0 / 1, or group_norm's groups; reals: momentum and eps, or eps.
+  return {
+      {"batch_norm", "batch_norm(Tensor,Tensor,Tensor,Tensor,Tensor,bool,double,double)", 5, {real, real, positive, real, real},
+       DTypes::floating, true,
+       [](X x, A a) { return batch_norm(x[0], x[1], x[2], x[3], x[4], a.ints.at(0) != 0, a.reals.at(0), a.reals.at(1)); }},
+      {"group_norm", "group_norm(Tensor,int64_t,Tensor,Tensor,double)", 3, {real}, DTypes::floating, true,
+       [](X x, A a) { return group_norm(x[0], a.ints.at(0), x[1], x[2], a.reals.at(0)); }},
+      {"instance_norm", "instance_norm(Tensor,Tensor,Tensor,Tensor,Tensor,bool,double,double)", 5, {real, real, positive, real, real},
+       DTypes::floating, true,
+       [](X x, A a) { return instance_norm(x[0], x[1], x[2], x[3], x[4], a.ints.at(0) != 0, a.reals.at(0), a.reals.at(1)); }},
+  };
+}
+
+}  // namespace ops
+}  // namespace kten
