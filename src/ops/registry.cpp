@@ -57,6 +57,7 @@ std::vector<OpDef> all_ops() {
   std::vector<OpDef> all;
   for (std::vector<OpDef> (*family)() : {elementwise_ops, compare_ops, reduce_ops, softmax_ops, indexing_ops, linalg_ops, view_ops})
     for (OpDef& op : family()) all.push_back(std::move(op));
+  for (OpDef& op : scatter_ops()) all.push_back(std::move(op));  // graph ops
   std::unordered_set<std::string> names;
   for (const OpDef& op : all)
     if (!names.insert(op.name).second) fail("kten::ops", "the op registry declares '", op.name, "' twice");

@@ -80,5 +80,7 @@ std::vector<OpDef> softmax_ops();
 std::vector<OpDef> indexing_ops();
 std::vector<OpDef> linalg_ops();
 std::vector<OpDef> view_ops();
+// Graph ops (scatter.cpp): index_add, scatter_add, scatter_reduce, embedding.
+std::vector<OpDef> scatter_ops();
 
 }  // namespace kten::ops

@@ -86,6 +86,29 @@ const char* const kLayerNorm32 = "PyTorch's float32 layer_norm is off by up to 2
 constexpr double kLayerNormAtol32 = 5e-5;
 const char* const kLayerNormAtInf = "a row holding an infinity normalises to NaN in kten; PyTorch's fused formula leaves some elements infinite";
 
+
+// --- Graph layers: Embedding ---------------------------------------------------------------------
+// Embedding's table is x[0] (its "weight" parameter); the indices, (2, num + 1) with every row used,
+// are built on each side: (3 p + 1) mod num at position p.
+std::vector<std::int64_t> embedding_rows(std::int64_t num) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t p = 0; p < 2 * (num + 1); ++p) v.push_back((3 * p + 1) % num);
+  return v;
+}
+kten::Tensor apply_embedding(const KtenArgs& x) {
+  kten::nn::Embedding layer(x[0].size(0), x[0].size(1), x[0].dtype(), 1);
+  layer.to(x[0].device());
+  layer.named_parameters()[0].slot->value = x[0];
+  return layer(kten::tensor(embedding_rows(x[0].size(0)), {2, x[0].size(0) + 1}, x[0].device()));
+}
+// (num, dim): up to 3 rows of up to 4 features; large: up to 80 x 60; empty: no features.
+ShapeGen embedding_table() {
+  return {1, [](Rng& rng, const ShapeOptions& o) {
+            if (o.large) return std::vector<Shape>{{pick(rng, 40, 80), pick(rng, 40, 60)}};
+            return std::vector<Shape>{{pick(rng, 1, 3), o.empty ? 0 : pick(rng, 1, o.small ? 2 : 4)}};
+          }};
+}
+// --- end of graph layers -------------------------------------------------------------------------
 }  // namespace
 
 std::vector<Row> layer_table() {
@@ -128,6 +151,9 @@ std::vector<Row> layer_table() {
       Row("nn::CrossEntropyLoss (one example)", same_shape(1, 1),
           KTEN(kten::nn::CrossEntropyLoss()(x[0].reshape({-1}), kten::tensor(std::vector<std::int64_t>{x[0].numel() / 2}, x[0].device()).reshape({}))),
           TORCH(at::cross_entropy_loss(x[0].reshape({-1}), at::scalar_tensor(x[0].numel() / 2, at::kLong)))).sums().no_empty(),
+      // --- Graph layers: Embedding (at::embedding is what torch::nn::Embedding's forward calls).
+      Row("nn::Embedding", embedding_table(), KTEN(apply_embedding(x)),
+          TORCH(at::embedding(x[0], at::tensor(embedding_rows(x[0].size(0)), at::kLong).reshape({2, x[0].size(0) + 1})))).sums(),
   };
 }
 

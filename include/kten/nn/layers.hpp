@@ -209,3 +209,6 @@ std::uint64_t next_seed();
 void manual_seed(std::uint64_t seed);
 
 }  // namespace kten::nn
+
+// Graph and lookup layers.
+#include <kten/nn/embedding.hpp>
