@@ -131,7 +131,7 @@ TEST_CASE("an index out of range is an IndexError naming the op, without a host 
     } catch (const IndexError& e) {
       const std::string m = e.what();
       return m.find(op) != std::string::npos && m.find("index 4 is out of range") != std::string::npos &&
-             m.find("[4, 2]") != std::string::npos;
+             m.find("4x2") != std::string::npos;
     }
     return false;
   };
@@ -145,7 +145,11 @@ TEST_CASE("an index out of range is an IndexError naming the op, without a host 
   const Tensor out = index_add(x, 0, bad, src);
   CHECK(stats().host_syncs == 0);
   CHECK(names("index_add", [&] { out.to_vector<float>(); }));
-  CHECK(out.to_vector<float>() == std::vector<float>{1, 1, 1, 1, 0, 0, 0, 0});  // reported once; index 4 skipped
+  // Reported once; index 4 skipped: rows 0 and 1 get a source each. (Built in a loop: g++ 12.2's
+  // AVX-512 vectoriser stores a constant {1, 1, 1, 1, 0, ...} as all ones, docs/building.md.)
+  std::vector<float> want(8, 0.0f);
+  for (int i = 0; i < 4; ++i) want[i] = 1.0f;
+  CHECK(out.to_vector<float>() == want);
   const Tensor rows = embedding(x, bad);
   CHECK(stats().host_syncs == 2);  // the two reads above
   CHECK(names("embedding", [&] { synchronize(d); }));

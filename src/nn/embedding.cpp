@@ -12,8 +12,8 @@ namespace kten::nn {
 
 Embedding::Embedding(std::int64_t num, std::int64_t dim, DType dtype, std::optional<std::uint64_t> seed)
     : num_(num), dim_(dim) {
-  if (num < 1 || dim < 1)
-    detail::fail<ShapeError>("Embedding", "num and dim must be >= 1, got ", num, " and ", dim);
+  if (num < 0 || dim < 0)
+    detail::fail<ShapeError>("Embedding", "num and dim must be >= 0, got ", num, " and ", dim);
   if (!is_floating(dtype)) detail::fail<DTypeError>("Embedding", "the weight is float32 or float64, not ", dtype);
   weight_ = register_parameter(
       "weight", Parameter{normal({num, dim}, 0.0, 1.0, device(), seed ? *seed : next_seed(), dtype), {}, {num, dim}, dtype});

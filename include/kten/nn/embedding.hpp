@@ -17,7 +17,7 @@ namespace kten::nn {
 /// IndexError (see kten::embedding for when a GPU reports it).
 class Embedding : public Module {
  public:
-  /// \brief `num` rows of `dim` features (both >= 1) in `dtype` (float32 or float64); seed
+  /// \brief `num` rows of `dim` features (both >= 0, else ShapeError) in `dtype` (float32 or float64); seed
   /// default: next_seed().
   Embedding(std::int64_t num, std::int64_t dim, DType dtype = DType::float32, std::optional<std::uint64_t> seed = {});
 
