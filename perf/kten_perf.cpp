@@ -1175,8 +1175,9 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
   // Graph ops on the 1M-edge mesh (register_graph).
   rows.push_back({"scatter_add_vs_read", "scatter_add of 1M edges x 64 features into 262k nodes, sort included, least bytes/s vs a read",
                   ">= 0.50", ratio(rate("graph/scatter_add"), read.first), true});
-  rows.push_back({"scatter_gather_vs_read", "gather of 262k nodes x 64 features onto 1M edges, least bytes/s vs a read",
-                  ">= 0.50", ratio(rate("graph/gather"), read.first), true});
+  // gather writes 4x what it reads: the copy (one read, one write) is its limit, not a read.
+  rows.push_back({"scatter_gather_vs_copy", "gather of 262k nodes x 64 features onto 1M edges, least bytes/s vs a copy",
+                  ">= 0.50", ratio(rate("graph/gather"), copy.first), true});
   if (config.device.is_gpu() && !kten::gpus_are_emulated()) {
     rows.push_back({"launch_overhead_us", "one small op, launch to completion, minus a raw CUDA launch (microseconds)",
                      "<= 2", (seconds("launch/kten") - seconds("launch/raw")) * 1e6});

@@ -53,7 +53,7 @@ std::vector<std::int64_t> read_flags(const Tensor& flags) {
     using B = decltype(backend);
     const std::size_t bytes = host.size() * sizeof(std::int64_t);
     RawView<B, char> from(data_ptr<char>(flags), bytes);
-    RawView<HostBackend, char> to(static_cast<char*>(static_cast<void*>(host.data())), bytes);
+    RawView<HostBackend, char> to(reinterpret_cast<char*>(host.data()), bytes);
     KernelAccess<B> reading;
     Kokkos::deep_copy(backend.space, to, from);
     backend.space.fence();

@@ -69,7 +69,8 @@ struct ArgmaxPartsKernel {
 
 /// \brief out[o] = x[ix + index[ii] * step], (ix, ii) the offsets of o in x (the indexed axis
 /// left out) and in the index tensor: index_select and gather. An index outside [0, extent) is
-/// reported to `flag` and gives 0.
+/// reported to `flag` and gives 0. `row` as StridedWalk's: 0, one element per index (a GPU); else a
+/// row of the innermost axis per index (the host: one position decode per row).
 template <class T>
 struct TakeKernel {
   const T* x;
@@ -77,12 +78,35 @@ struct TakeKernel {
   T* out;
   std::int64_t* flag;
   BroadcastIndex s;
-  std::int64_t step, extent;
+  std::int64_t step, extent, row;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
     std::int64_t ix, ii;
-    s.offsets(o, ix, ii);
-    const std::int64_t i = index[ii];
-    out[o] = index_in_range(flag, i, extent) ? x[ix + i * step] : T(0);
+    if (row == 0) {
+      s.offsets(o, ix, ii);
+      const std::int64_t i = index[ii];
+      out[o] = index_in_range(flag, i, extent) ? x[ix + i * step] : T(0);
+      return;
+    }
+    s.offsets(o * row, ix, ii);
+    const std::int64_t sx = s.stride_a[s.rank - 1], si = s.stride_b[s.rank - 1];
+    T* to = out + o * row;
+    if (si == 0) {  // one index for the row (index_select, an expanded edge list): a row copy
+      const std::int64_t i = index[ii];
+      const bool valid = index_in_range(flag, i, extent);
+      const T* from = x + ix + (valid ? i * step : 0);
+      if (!valid) {
+        for (std::int64_t j = 0; j < row; ++j) to[j] = T(0);
+      } else if (sx == 1) {
+        for (std::int64_t j = 0; j < row; ++j) to[j] = from[j];
+      } else {
+        for (std::int64_t j = 0; j < row; ++j) to[j] = from[j * sx];
+      }
+      return;
+    }
+    for (std::int64_t j = 0; j < row; ++j) {
+      const std::int64_t i = index[ii + j * si];
+      to[j] = index_in_range(flag, i, extent) ? x[ix + j * sx + i * step] : T(0);
+    }
   }
 };
 
@@ -112,7 +136,8 @@ Tensor take(const char* label, const Tensor& x, int a, const Tensor& index) {
   const std::int64_t step = x.strides()[a], extent = x.shape()[a];
   launch_views<Accepts::any>(label, [&](const auto& backend, auto* px, auto* po, const std::int64_t* pi, std::int64_t* flag) {
     using T = std::remove_pointer_t<decltype(po)>;
-    for_each_index(label, backend, out.numel(), TakeKernel<T>{px, pi, po, flag, s, step, extent});
+    const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(s, out.numel());
+    for_each_index(label, backend, walk.indices, TakeKernel<T>{px, pi, po, flag, s, step, extent, walk.row}, out.numel());
   }, x, out, Fixed<std::int64_t>{index}, Fixed<std::int64_t>{check.flag()});
   check.launched();
   if (recording(x))

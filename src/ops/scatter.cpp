@@ -12,10 +12,12 @@
 //
 // Index checks: every kernel that reads an index checks it (index_errors.hpp) and skips one out of
 // range; no host synchronisation.
+#include <algorithm>
 #include <string>
 #include <utility>
 
 #include <kten/ops.hpp>
+#include <kten/info.hpp>
 
 #include "autograd/autograd.hpp"
 #include "core/checked.hpp"
@@ -49,9 +51,13 @@ struct ScatterGeometry {
   std::int64_t targets = 0;  ///< \brief x's extent along the axis
   std::int64_t fibers = 1;   ///< \brief distinct index fibers
 
-  /// \brief Entry e = fiber * sources + p (p its position along the axis) -> its index's offset.
+  /// \brief Entry e = fiber * sources + p (p its position along the axis) -> its fiber (no
+  /// division in the common case of one fiber: an edge list).
+  KOKKOS_INLINE_FUNCTION std::int64_t fiber_of(std::int64_t e) const { return fibers == 1 ? 0 : e / sources; }
+  /// \brief Entry e -> its index's offset.
   KOKKOS_INLINE_FUNCTION std::int64_t index_offset(std::int64_t e) const {
-    std::int64_t fiber = e / sources, offset = (e % sources) * index_stride[axis];
+    std::int64_t fiber = fiber_of(e), offset = (e - fiber * sources) * index_stride[axis];
+    if (fiber == 0) return offset;
     for (int d = rank - 1; d >= 0; --d)
       if (fiber_stride[d] != 0) {
         offset += (fiber % index_extent[d]) * index_stride[d];
@@ -98,7 +104,7 @@ struct SegmentCountKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
     const std::int64_t i = index[g.index_offset(e)];
     if (!index_in_range(flag, i, g.targets)) return;
-    Kokkos::atomic_increment(&count[(e / g.sources) * g.targets + i]);
+    Kokkos::atomic_increment(&count[g.fiber_of(e) * g.targets + i]);
   }
 };
 
@@ -147,8 +153,8 @@ struct SegmentFillKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
     const std::int64_t i = index[g.index_offset(e)];
     if (i < 0 || i >= g.targets) return;
-    const std::int64_t key = (e / g.sources) * g.targets + i;
-    entries[offsets[key] + Kokkos::atomic_fetch_add(&count[key], std::int64_t(-1)) - 1] = e % g.sources;
+    const std::int64_t fiber = g.fiber_of(e), key = fiber * g.targets + i;
+    entries[offsets[key] + Kokkos::atomic_fetch_add(&count[key], std::int64_t(-1)) - 1] = e - fiber * g.sources;
   }
 };
 
@@ -188,22 +194,76 @@ struct SegmentSortKernel {
   }
 };
 
+/// \brief The host's segmentation, without atomics and without the sort: part `k` of `parts`
+/// owns the keys [k * keys / parts, (k + 1) * keys / parts) and walks every entry in order,
+/// counting (pass 0) or placing (pass 1) the entries of its own keys, so each segment is filled in
+/// order of position. Each part reads the whole index once per pass; the parts are few (the host
+/// threads, at most 8), and the index (8 bytes per entry) is small next to the sources it sorts.
+/// Part 0 reports indices out of range.
+struct SegmentPartKernel {
+  ScatterGeometry g;
+  const std::int64_t* index;
+  std::int64_t* flag;
+  const std::int64_t* offsets;
+  std::int64_t* count;
+  std::int64_t* entries;
+  std::int64_t n, keys, parts;
+  int pass;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t k) const {
+    const std::int64_t lo = k * keys / parts, hi = (k + 1) * keys / parts;
+    for (std::int64_t e = 0; e < n; ++e) {
+      const std::int64_t i = index[g.index_offset(e)];
+      if (i < 0 || i >= g.targets) {
+        if (k == 0 && pass == 0) report_bad_index(flag, i);
+        continue;
+      }
+      const std::int64_t fiber = g.fiber_of(e), key = fiber * g.targets + i;
+      if (key < lo || key >= hi) continue;
+      if (pass == 0) ++count[key];
+      else entries[offsets[key + 1] - count[key]--] = e - fiber * g.sources;
+    }
+  }
+};
+
 /// \brief amax / amin's step: b replaces a when larger (smaller); a NaN, once there, stays, and a
 /// NaN b replaces a (PyTorch's scatter_reduce).
 template <Reduce R, class T>
-KOKKOS_INLINE_FUNCTION T extremum(T a, T b) {
+KOKKOS_INLINE_FUNCTION T extremum_of(T a, T b) {
   if (b != b) return b;
   if constexpr (R == Reduce::amax) return a < b ? b : a;
   else return b < a ? b : a;
 }
 
-/// \brief out[o] = x[o] reduced with its sources, in the order of their position along the axis,
-/// for `row` consecutive outputs along the last axis that share one segment (1 on a GPU, and where
-/// the index varies along the last axis). Memory-bound: a destination reads its segment's entries
-/// and one source element per entry. On a GPU adjacent threads hold adjacent features of one
-/// destination, so they read one entry list and adjacent source elements (coalesced) when the
-/// feature axis is the inner one; on the host a thread decodes a row's position once and keeps
-/// the row's few source rows in L1 while it walks the row.
+/// \brief One destination's reduction, in three steps shared by both walks of the kernel below:
+/// start (from x's own value, or from the first source where amax/amin exclude it), add a source,
+/// finish (mean's one division by the count).
+template <Reduce R, class T>
+struct Fold {
+  static constexpr bool extremum = R == Reduce::amax || R == Reduce::amin;
+  /// \brief Sources the start takes (amax/amin without x's own start from the first).
+  KOKKOS_INLINE_FUNCTION static std::int64_t taken(bool include_self) { return extremum && !include_self ? 1 : 0; }
+  KOKKOS_INLINE_FUNCTION static T start(T own, T first, bool include_self) {
+    if (include_self) return own;
+    return extremum ? first : T(0);
+  }
+  KOKKOS_INLINE_FUNCTION static T add(T acc, T v) {
+    if constexpr (extremum) return extremum_of<R>(acc, v);
+    else return acc + v;
+  }
+  KOKKOS_INLINE_FUNCTION static T finish(T acc, std::int64_t values) {
+    if constexpr (R == Reduce::mean) return acc / T(values);
+    else return acc;
+  }
+};
+
+/// \brief out[o] = x[o] reduced with its sources, in the order of their position along the axis.
+/// Memory-bound: a destination reads its segment's entries and one source element per entry.
+/// `row` == 1 (a GPU): a thread per output element, its value in a register; adjacent threads hold
+/// adjacent features of one destination, so they read one entry list and adjacent source elements
+/// (coalesced) when the feature axis is the inner one. `row` > 1 (the host, where a row of the
+/// last axis shares one segment): a thread decodes the row's position once, then adds each source
+/// row into the output row (in L1) with a loop along the features that vectorises. Each element
+/// takes the same steps in the same order either way.
 template <Reduce R, class T>
 struct ScatterReduceKernel {
   ScatterGeometry g;
@@ -215,27 +275,41 @@ struct ScatterReduceKernel {
   bool include_self;
   std::int64_t row;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    using F = Fold<R, T>;
     const std::int64_t o = i * row;
     const OutPosition at = out_position(g, o);
     const std::int64_t first = at.key < 0 ? 0 : offsets[at.key], last = at.key < 0 ? 0 : offsets[at.key + 1];
     const std::int64_t step = g.src_stride[g.axis], x_inner = g.x_stride[g.rank - 1], src_inner = g.src_stride[g.rank - 1];
-    for (std::int64_t j = 0; j < row; ++j) {
-      const T own = x[at.x + j * x_inner];
-      const T* from = src + at.src + j * src_inner;
+    const T* from = src + at.src;
+    const std::int64_t values = last - first + (include_self ? 1 : 0), rest = first + F::taken(include_self);
+    if (row == 1) {
+      const T own = x[at.x];
       if (last == first) {
-        out[o + j] = own;
-      } else if constexpr (R == Reduce::sum || R == Reduce::mean) {
-        T acc = include_self ? own : T(0);
-        for (std::int64_t s = first; s < last; ++s) acc += from[entries[s] * step];
-        if constexpr (R == Reduce::mean) acc /= T(last - first + (include_self ? 1 : 0));
-        out[o + j] = acc;
+        out[o] = own;
+        return;
+      }
+      T acc = F::start(own, from[entries[first] * step], include_self);
+      for (std::int64_t s = rest; s < last; ++s) acc = F::add(acc, from[entries[s] * step]);
+      out[o] = F::finish(acc, values);
+      return;
+    }
+    T* to = out + o;
+    if (last == first) {
+      for (std::int64_t j = 0; j < row; ++j) to[j] = x[at.x + j * x_inner];
+      return;
+    }
+    const T* head = from + entries[first] * step;
+    for (std::int64_t j = 0; j < row; ++j) to[j] = F::start(x[at.x + j * x_inner], head[j * src_inner], include_self);
+    for (std::int64_t s = rest; s < last; ++s) {
+      const T* v = from + entries[s] * step;
+      if (src_inner == 1) {
+        for (std::int64_t j = 0; j < row; ++j) to[j] = F::add(to[j], v[j]);
       } else {
-        std::int64_t s = first;
-        T acc = include_self ? own : from[entries[s++] * step];
-        for (; s < last; ++s) acc = extremum<R>(acc, from[entries[s] * step]);
-        out[o + j] = acc;
+        for (std::int64_t j = 0; j < row; ++j) to[j] = F::add(to[j], v[j * src_inner]);
       }
     }
+    if constexpr (R == Reduce::mean)
+      for (std::int64_t j = 0; j < row; ++j) to[j] = F::finish(to[j], values);
   }
 };
 
@@ -395,12 +469,24 @@ Segments segment(const char* label, const ScatterGeometry& g, const Tensor& inde
   const Tensor count = zeros({keys}, index.device(), DType::int64), sums = empty({blocks}, index.device(), DType::int64);
   launch_views(label, [&](const auto& backend, const std::int64_t* pi, std::int64_t* flag, std::int64_t* pc,
                           std::int64_t* po, std::int64_t* pe, std::int64_t* ps) {
-    for_each_index(label, backend, n, SegmentCountKernel{g, pi, flag, pc});
+    // A GPU counts and places with integer atomics, then sorts each segment; the host, where an
+    // atomic costs tens of cycles, gives each part of its threads a range of keys instead.
+    constexpr bool host = std::decay_t<decltype(backend)>::is_host;
+    const std::int64_t parts = std::max<std::int64_t>(1, std::min<std::int64_t>({host_threads(), 8, keys}));
+    const auto place = [&](int pass) {
+      for_each_index(label, backend, parts, SegmentPartKernel{g, pi, flag, po, pc, pe, n, keys, parts, pass}, n * parts);
+    };
+    if constexpr (host) place(0);
+    else for_each_index(label, backend, n, SegmentCountKernel{g, pi, flag, pc});
     for (int pass : {0, 1, 2})
       for_each_index(label, backend, pass == 1 ? 1 : blocks, ScanKernel{pc, po, ps, keys, block, blocks, pass},
                      pass == 1 ? blocks : keys);
-    for_each_index(label, backend, n, SegmentFillKernel{g, pi, po, pc, pe});
-    for_each_index(label, backend, keys, SegmentSortKernel{po, pe}, n);
+    if constexpr (host) {
+      place(1);
+    } else {
+      for_each_index(label, backend, n, SegmentFillKernel{g, pi, po, pc, pe});
+      for_each_index(label, backend, keys, SegmentSortKernel{po, pe}, n);
+    }
   }, Fixed<std::int64_t>{index}, Fixed<std::int64_t>{check.flag()}, Fixed<std::int64_t>{count},
      Fixed<std::int64_t>{seg.offsets}, Fixed<std::int64_t>{seg.entries}, Fixed<std::int64_t>{sums});
   return seg;
