@@ -369,6 +369,37 @@ void register_pool_upsample() {
           [](const Tensor& x) { return kten::interpolate(x, std::vector<double>{2.0}, InterpolateMode::bilinear); });
   fwd_bwd("upsample/nearest2x_fwd_bwd", {8, 32, 32, 32},
           [](const Tensor& x) { return kten::interpolate(x, std::vector<double>{2.0}, InterpolateMode::nearest); });
+// --- graph ops: scatter_add and gather on a mesh ---------------------------------------------------
+// A message-passing layer's two memory-bound halves on a 1M-edge mesh graph: a periodic 512 x 512
+// grid (262,144 nodes, 4 edges into each, 1,048,576 edges, listed by source node as mesh codes
+// list them) with 64 float32 features per node. gather(x, 0, src) reads the nodes' features into
+// the edges; scatter_add(x, 0, dst, messages) adds the edges' messages into their destination
+// nodes, including its segmentation of dst (a counting sort into CSR form: no cache, every call
+// sorts). Work: the least bytes each must move (the edge and node features once, the index once).
+void register_graph() {
+  const Device d = config.device;
+  const std::int64_t side = config.quick ? 128 : 512, nodes = side * side, edges = 4 * nodes, features = 64;
+  std::vector<std::int64_t> src(edges), dst(edges);
+  for (std::int64_t node = 0; node < nodes; ++node) {
+    const std::int64_t r = node / side, c = node % side;
+    const std::int64_t neighbours[4] = {((r + side - 1) % side) * side + c, ((r + 1) % side) * side + c,
+                                        r * side + (c + side - 1) % side, r * side + (c + 1) % side};
+    for (int k = 0; k < 4; ++k) {
+      src[4 * node + k] = node;
+      dst[4 * node + k] = neighbours[k];
+    }
+  }
+  const double node_bytes = 4.0 * nodes * features, edge_bytes = 4.0 * edges * features, index_bytes = 8.0 * edges;
+  benchmark::RegisterBenchmark("graph/scatter_add", [=](benchmark::State& state) {
+    const Tensor x = kten::rand({nodes, features}, d, 1), messages = kten::rand({edges, features}, d, 2);
+    const Tensor index = kten::tensor(dst, d).reshape({edges, 1}).expand({edges, features});
+    timed(state, d, edge_bytes + 2 * node_bytes + index_bytes, [&] { kten::scatter_add(x, 0, index, messages); });
+  });
+  benchmark::RegisterBenchmark("graph/gather", [=](benchmark::State& state) {
+    const Tensor x = kten::rand({nodes, features}, d, 1);
+    const Tensor index = kten::tensor(src, d).reshape({edges, 1}).expand({edges, features});
+    timed(state, d, node_bytes + edge_bytes + index_bytes, [&] { kten::gather(x, 0, index); });
+  });
 }
 
 // --- small-operation latency on the CPU --------------------------------------------------------------
@@ -1121,6 +1152,7 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
   for (auto n : sizes) register_gemm<double>(n);
   register_bandwidth();
   register_pool_upsample();  // pooling and resampling (issue 31 item 2)
+  register_graph();  // graph ops
   register_linear();
   register_latency();
   register_training_step();
@@ -1236,6 +1268,12 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
     rows.push_back({c.name + "_vs_gemm", c.name + " forward + backward, GFLOP/s vs kten's float32 GEMM (" + gemm.second + ")",
                     ">= 0.60", ratio(s > 0 ? 3 * 2 * c.macs() / s : 0, gemm.first)});
   }
+  // Graph ops on the 1M-edge mesh (register_graph).
+  rows.push_back({"scatter_add_vs_read", "scatter_add of 1M edges x 64 features into 262k nodes, sort included, least bytes/s vs a read",
+                  ">= 0.50", ratio(rate("graph/scatter_add"), read.first), true});
+  // gather writes 4x what it reads: the copy (one read, one write) is its limit, not a read.
+  rows.push_back({"scatter_gather_vs_copy", "gather of 262k nodes x 64 features onto 1M edges, least bytes/s vs a copy",
+                  ">= 0.50", ratio(rate("graph/gather"), copy.first), true});
   if (config.device.is_gpu() && !kten::gpus_are_emulated()) {
     rows.push_back({"launch_overhead_us", "one small op, launch to completion, minus a raw CUDA launch (microseconds)",
                      "<= 2", (seconds("launch/kten") - seconds("launch/raw")) * 1e6});

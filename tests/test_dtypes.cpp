@@ -626,27 +626,28 @@ TEMPLATE_TEST_CASE("index_select and gather read like PyTorch in every dtype, vi
   CHECK(gather(x, 1, empty({3, 0}, d, int64)).shape() == Shape{3, 0});
 }
 
-TEST_CASE("index_select and gather check their indices with one host synchronisation", "[dtypes][indexing]") {
+TEST_CASE("index_select and gather check their indices without a host synchronisation", "[dtypes][indexing]") {
   const Device d = test::device();
   const auto x = arange(12, d).reshape({3, 4});
   const auto rows = tensor(std::vector<std::int64_t>{0, 2}, d), none = empty({0}, d, int64), firsts = zeros({3, 1}, d, int64);
   reset_stats();
   (void)index_select(x, 0, rows);
-  CHECK(stats().host_syncs == 1);
-  (void)index_select(x, 0, none);  // nothing to check
-  CHECK(stats().host_syncs == 1);
+  (void)index_select(x, 0, none);
   (void)gather(x, 1, firsts);
-  CHECK(stats().host_syncs == 2);
+  CHECK(stats().host_syncs == 0);  // the kernels check the indices they read
   CHECK(stats().transfers() == 0);
 
-  // As PyTorch, negative indices are refused too.
-  CHECK_THAT(message_of<IndexError>([&] { index_select(x, 0, tensor(std::vector<std::int64_t>{0, -1}, d)); }),
+  // As PyTorch, negative indices are refused too: by the call on cpu(), at the next
+  // synchronisation on a GPU.
+  const auto synced = [&](auto f) { return [&, f] { f(); synchronize(d); }; };
+  CHECK_THAT(message_of<IndexError>(synced([&] { index_select(x, 0, tensor(std::vector<std::int64_t>{0, -1}, d)); })),
              ContainsSubstring("index -1 is out of range for axis 0 of extent 3"));
-  CHECK_THAT(message_of<IndexError>([&] { index_select(x, 1, tensor(std::vector<std::int64_t>{4, 1}, d)); }),
+  CHECK_THAT(message_of<IndexError>(synced([&] { index_select(x, 1, tensor(std::vector<std::int64_t>{4, 1}, d)); })),
              ContainsSubstring("index 4 is out of range for axis 1 of extent 4"));
-  CHECK_THAT(message_of<IndexError>([&] { gather(x, 0, full({1, 4}, 3, d, int64)); }), ContainsSubstring("[0, 3)"));
-  CHECK_THROWS_AS(gather(x, 1, tensor(std::vector<std::int64_t>{0, 1, 9, 0, 0, 1}, {3, 2}, d).narrow(1, 0, 1)), IndexError);
-  CHECK_THROWS_AS(index_select(empty({0, 2}, d), 0, zeros({1}, d, int64)), IndexError);
+  CHECK_THAT(message_of<IndexError>(synced([&] { gather(x, 0, full({1, 4}, 3, d, int64)); })), ContainsSubstring("[0, extent)"));
+  CHECK_THROWS_AS(synced([&] { gather(x, 1, tensor(std::vector<std::int64_t>{0, 1, 9, 0, 0, 1}, {3, 2}, d).narrow(1, 0, 1)); })(),
+                  IndexError);
+  CHECK_THROWS_AS(synced([&] { index_select(empty({0, 2}, d), 0, zeros({1}, d, int64)); })(), IndexError);
   static_assert(std::is_base_of_v<Error, IndexError>);
 
   CHECK_THAT(message_of<DTypeError>([&] { index_select(x, 0, zeros({2}, d)); }), ContainsSubstring(".astype(kten::int64)"));

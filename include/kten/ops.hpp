@@ -189,14 +189,45 @@ Tensor argmax(const Tensor& x);
 
 /// \brief The slices of x at `indices` along `axis` (torch.index_select): indices is a 1-D int64
 /// tensor; the result has x's shape with that axis's extent indices.numel(). An index outside
-/// [0, extent) (negative ones included, as PyTorch) throws IndexError. The check reduces the
-/// indices to their min and max on the device and reads those two numbers: one host
-/// synchronisation per call (counted in stats(), reported by SyncDebug on a GPU).
+/// [0, extent) (negative ones included, as PyTorch) is an IndexError, found by the kernel as it
+/// reads the index (no host synchronisation): thrown by the call on cpu(), at the next
+/// synchronisation on a GPU (the kernel gives 0 there meanwhile), as for the graph ops below.
 Tensor index_select(const Tensor& x, int axis, const Tensor& indices);
 /// \brief torch.gather: out[i][j][k] = x[index[i][j][k]][j][k] for axis 0 (likewise for the
 /// other axes). index is int64 with x's rank and no extent larger than x's off the axis; the result
-/// has index's shape. Indices are checked as for index_select (IndexError, one host synchronisation).
+/// has index's shape. Indices are checked as for index_select (IndexError, no host synchronisation).
 Tensor gather(const Tensor& x, int axis, const Tensor& index);
+
+// --- Graph ops: scatter, index_add, embedding (deterministic) -----------------------------------
+// For meshes and particles: sums (and means, maxima, minima) of many sources into one destination,
+// with the same bits run to run, across thread counts and on every device (no floating-point
+// atomics: each destination adds its sources itself, in the order of their positions along the
+// axis; docs/numerics.md). index is int64; an index outside [0, extent) is an IndexError naming
+// the op and the shapes, found by the kernel without a host synchronisation: on cpu() it is thrown
+// by the call, on a GPU at the next synchronisation (item(), a copy to the host, synchronize());
+// the kernel skips it meanwhile. Differentiable in x and the sources (float32, float64; strided
+// inputs read in place).
+
+/// \brief torch.index_add: x with source's slices added along `axis` at positions `index`:
+/// out[..., index[i], ...] += source[..., i, ...]. index is 1-D int64 of source's extent along the
+/// axis; source has x's shape elsewhere. A repeated index adds every slice, in the order of i.
+Tensor index_add(const Tensor& x, int axis, const Tensor& index, const Tensor& source);
+/// \brief torch.scatter_add: x with out[index[i][j]][j] += src[i][j] for axis 0 (likewise for
+/// the other axes). index, src and x have one rank; index is no larger than src on any axis and no
+/// larger than x off `axis`; src's elements outside index's shape are not used.
+Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor& src);
+/// \brief torch.scatter_reduce: as scatter_add, each destination reduced with `reduce`: "sum",
+/// "mean" (divided by the number of values, x's own included when include_self), "amax" or "amin"
+/// (NaN wins). With include_self = false a destination that receives a value does not take x's
+/// own; one that receives none keeps x's. Gradients as PyTorch 1.13's (amax/amin: split evenly
+/// among the values equal to the result).
+Tensor scatter_reduce(const Tensor& x, int axis, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self = true);
+/// \brief at::embedding: the rows of `weight` (num, dim) at `indices` (int64, any shape): a
+/// result of shape indices.shape() + {dim}. Its gradient adds each row's gradients in index order
+/// (index_add), deterministically.
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+// --- end of graph ops ---------------------------------------------------------------------------
 
 
 /// \brief sum, mean, max, min, norm and var of a braced list of axes: name(x, {0, 2}, keepdim) is

@@ -11,6 +11,7 @@
 #include "autograd/autograd.hpp"
 #include "checks.hpp"
 #include "dispatch/dispatch.hpp"
+#include "index_errors.hpp"
 #include "ops/elementwise.hpp"
 #include "runtime_internal.hpp"
 #include "storage.hpp"
@@ -72,6 +73,8 @@ void copy_bytes(const Storage& src, std::size_t src_offset, const Storage& dst, 
       }
     });
   });
+  // A synchronisation: index checks that kernels queued before it reported are thrown now.
+  if (!src.device.is_cpu() && dst.device.is_cpu()) report_index_errors(src.device);
 }
 
 void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) {
@@ -215,6 +218,7 @@ bool Tensor::is_pinned() const { return storage() && storage()->pinned; }
 void synchronize(const Device& device) {
   detail::note_host_sync(device, "synchronize()", /*implicit=*/false);
   detail::fence(device);
+  detail::report_index_errors(device);
 }
 
 }  // namespace kten

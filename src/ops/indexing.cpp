@@ -1,7 +1,9 @@
 // Indexing: argmax (-> int64), index_select and gather (int64 indices), for every dtype. Each
 // output element is found or read on its own (one thread per output, inputs read in place through
-// their strides), like the elementwise kernels. index_select and gather are differentiable: their
-// gradient scatters back with atomic adds (indices may repeat); argmax is not.
+// their strides), like the elementwise kernels; the kernel checks each index as it reads it
+// (index_errors.hpp: no extra pass, no host synchronisation). index_select and gather are
+// differentiable: their gradient is index_add / scatter_add into zeros (scatter.cpp), which adds
+// repeated indices' gradients in a fixed order; argmax is not.
 #include <cmath>
 #include <utility>
 
@@ -9,6 +11,7 @@
 
 #include "autograd/autograd.hpp"
 #include "core/checks.hpp"
+#include "core/index_errors.hpp"
 #include "dispatch/dispatch.hpp"
 #include "elementwise.hpp"
 #include "indexing.hpp"
@@ -65,65 +68,45 @@ struct ArgmaxPartsKernel {
 };
 
 /// \brief out[o] = x[ix + index[ii] * step], (ix, ii) the offsets of o in x (the indexed axis
-/// left out) and in the index tensor: index_select and gather.
+/// left out) and in the index tensor: index_select and gather. An index outside [0, extent) is
+/// reported to `flag` and gives 0. `row` as StridedWalk's: 0, one element per index (a GPU); else a
+/// row of the innermost axis per index (the host: one position decode per row).
 template <class T>
 struct TakeKernel {
   const T* x;
   const std::int64_t* index;
   T* out;
+  std::int64_t* flag;
   BroadcastIndex s;
-  std::int64_t step;
+  std::int64_t step, extent, row;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
     std::int64_t ix, ii;
-    s.offsets(o, ix, ii);
-    out[o] = x[ix + index[ii] * step];
-  }
-};
-
-/// \brief *x += v, atomically among threads that add to the same element. On a GPU, Kokkos' hardware
-/// atomic. On the host, a compare-and-swap loop whose first read is atomic too: Kokkos 3.4's host
-/// loop starts from a plain read of *x, which races (for ThreadSanitizer, and for the C++ memory
-/// model) with the other threads' swaps.
-template <class T>
-KOKKOS_INLINE_FUNCTION void atomic_accumulate(T* x, T v) {
-#ifdef KOKKOS_ACTIVE_EXECUTION_MEMORY_SPACE_HOST
-  T seen;
-  __atomic_load(x, &seen, __ATOMIC_RELAXED);
-  T sum = seen + v;
-  // On failure `seen` becomes the current value and the sum is formed again from it.
-  while (!__atomic_compare_exchange(x, &seen, &sum, /*weak=*/true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-    sum = seen + v;
-#else
-  Kokkos::atomic_add(x, v);
-#endif
-}
-
-/// \brief TakeKernel backwards: x[ix + index[ii] * step] += g[o], atomically since several outputs
-/// may have read one element (a repeated index). The order of those adds is not fixed on a GPU.
-template <class T>
-struct ScatterAddKernel {
-  T* x;
-  const std::int64_t* index;
-  const T* g;
-  BroadcastIndex s;
-  std::int64_t step;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
-    std::int64_t ix, ii;
-    s.offsets(o, ix, ii);
-    atomic_accumulate(&x[ix + index[ii] * step], g[o]);
-  }
-};
-
-/// \brief The smallest and largest value of an int64 tensor, read through its strides.
-struct IndexRangeKernel {
-  const std::int64_t* index;
-  BroadcastIndex s;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, Kokkos::MinMaxScalar<std::int64_t>& range) const {
-    std::int64_t ii, unused;
-    s.offsets(i, ii, unused);
-    const std::int64_t v = index[ii];
-    if (v < range.min_val) range.min_val = v;
-    if (v > range.max_val) range.max_val = v;
+    if (row == 0) {
+      s.offsets(o, ix, ii);
+      const std::int64_t i = index[ii];
+      out[o] = index_in_range(flag, i, extent) ? x[ix + i * step] : T(0);
+      return;
+    }
+    s.offsets(o * row, ix, ii);
+    const std::int64_t sx = s.stride_a[s.rank - 1], si = s.stride_b[s.rank - 1];
+    T* to = out + o * row;
+    if (si == 0) {  // one index for the row (index_select, an expanded edge list): a row copy
+      const std::int64_t i = index[ii];
+      const bool valid = index_in_range(flag, i, extent);
+      const T* from = x + ix + (valid ? i * step : 0);
+      if (!valid) {
+        for (std::int64_t j = 0; j < row; ++j) to[j] = T(0);
+      } else if (sx == 1) {
+        for (std::int64_t j = 0; j < row; ++j) to[j] = from[j];
+      } else {
+        for (std::int64_t j = 0; j < row; ++j) to[j] = from[j * sx];
+      }
+      return;
+    }
+    for (std::int64_t j = 0; j < row; ++j) {
+      const std::int64_t i = index[ii + j * si];
+      to[j] = index_in_range(flag, i, extent) ? x[ix + j * sx + i * step] : T(0);
+    }
   }
 };
 
@@ -142,54 +125,24 @@ Shape strides_but(const Tensor& x, int a) {
   return strides;
 }
 
-// IndexError unless every value of `index` lies in [0, extent of x's axis a): one reduction on the
-// device to the values' min and max, read on the host (an implicit synchronisation).
-void check_indices(const char* label, const Tensor& index, const Tensor& x, int a) {
-  if (index.numel() == 0) return;
-  const BroadcastIndex s = strided_index(label, index.shape(), index.strides(), Shape(index.shape().size(), 0));
-  note_host_sync(index.device(), "the bounds check of index_select / gather", /*implicit=*/true);
-  Kokkos::MinMaxScalar<std::int64_t> range;
-  launch_views(label, [&](const auto& backend, const std::int64_t* pi) {
-    reduce_each_index(label, backend, index.numel(), IndexRangeKernel{pi, s}, Kokkos::MinMax<std::int64_t>(range));
-  }, Fixed<std::int64_t>{index});
-  const std::int64_t extent = x.shape()[a];
-  if (range.min_val < 0 || range.max_val >= extent)
-    fail<IndexError>(label, "index ", range.min_val < 0 ? range.min_val : range.max_val, " is out of range for axis ", a,
-                     " of extent ", extent, " (shape ", x.shape(), "); indices must lie in [0, ", extent,
-                     "), negative ones included");
-}
-
-// What index_select and gather share: the checks, the bounds check and the kernel, out[o] =
-// x[... index[...] along a ...]. layout(a) checks the index's shape against x's (ShapeError) and
-// gives the result's shape and the index tensor's strides along it.
-template <class Layout>
-Tensor take(const char* label, const Tensor& x, int axis, const Tensor& index, Layout layout, bool check_bounds = true) {
-  check_defined(x, label);
-  check_dtype(label, "the index tensor", index, DType::int64, "convert it with .astype(kten::int64)");
-  const int a = normalize_axis(label, x, axis);
-  // Named, not a structured binding: the lambdas below capture them (nvcc refuses bindings there).
-  const std::pair<Shape, Shape> shape_and_strides = layout(a);
-  const Shape& shape = shape_and_strides.first;
-  const Shape& index_strides = shape_and_strides.second;
-  check_same_device(label, x.device(), index.device());
-  if (check_bounds) check_indices(label, index, x, a);
+// What index_select and gather share: out[o] = x[... index[...] along a ...], for an index of the
+// result's shape (index_select's 1-D indices broadcast along the other axes); its gradient adds
+// each output's gradient where the forward read it, deterministically (scatter_add into zeros).
+Tensor take(const char* label, const Tensor& x, int a, const Tensor& index) {
+  const Shape& shape = index.shape();
+  IndexCheck check(label, x.device(), index_context("for axis ", a, " of extent ", x.shape()[a], " (x ", x.shape(), ", index ", index.shape(), ")"));
   Tensor out = empty(shape, x.device(), x.dtype());
-  const BroadcastIndex s = strided_index(label, shape, strides_but(x, a), index_strides);
-  const std::int64_t step = x.strides()[a];
-  launch_views<Accepts::any>(label, [&](const auto& backend, auto* px, auto* po, const std::int64_t* pi) {
+  const BroadcastIndex s = strided_index(label, shape, strides_but(x, a), index.strides());
+  const std::int64_t step = x.strides()[a], extent = x.shape()[a];
+  launch_views<Accepts::any>(label, [&](const auto& backend, auto* px, auto* po, const std::int64_t* pi, std::int64_t* flag) {
     using T = std::remove_pointer_t<decltype(po)>;
-    for_each_index(label, backend, out.numel(), TakeKernel<T>{px, pi, po, s, step});
-  }, x, out, Fixed<std::int64_t>{index});
+    const StridedWalk walk = strided_walk<std::decay_t<decltype(backend)>>(s, out.numel());
+    for_each_index(label, backend, walk.indices, TakeKernel<T>{px, pi, po, flag, s, step, extent, walk.row}, out.numel());
+  }, x, out, Fixed<std::int64_t>{index}, Fixed<std::int64_t>{check.flag()});
+  check.launched();
   if (recording(x))
-    record(label, out, {&x}, [label, x_shape = x.shape(), shape, index_strides, a, index = saved(index)](const Tensor& g_in, const Needs&) {
-      // Zeros of x's shape, each output's gradient added where the forward read it.
-      const Tensor g = g_in.contiguous(), grad = zeros(x_shape, g.device(), g.dtype());
-      const BroadcastIndex s = strided_index(label, shape, strides_but(grad, a), index_strides);
-      launch_views(label, [&](const auto& backend, auto* pg, auto* px, const std::int64_t* pi) {
-        using T = std::remove_pointer_t<decltype(px)>;
-        for_each_index(label, backend, g.numel(), ScatterAddKernel<T>{px, pi, pg, s, grad.strides()[a]});
-      }, g, grad, Fixed<std::int64_t>{index});
-      return Grads{grad};
+    record(label, out, {&x}, [x_shape = x.shape(), a, index = saved(index)](const Tensor& g, const Needs&) {
+      return Grads{scatter_add(zeros(x_shape, g.device(), g.dtype()), a, index, g)};
     });
   return out;
 }
@@ -241,38 +194,40 @@ Tensor argmax(const Tensor& x_in) {
 
 namespace detail {
 namespace {
-Tensor select_along(const char* label, const Tensor& x, int axis, const Tensor& indices, bool check_bounds) {
-  return take(label, x, axis, indices, [&](int a) {
-    if (indices.ndim() != 1)
-      fail<ShapeError>(label, "indices must be 1-D, got shape ", indices.shape(),
-                       "; flatten them with .reshape({-1})");
-    Shape shape = x.shape(), index_strides(shape.size(), 0);
-    shape[a] = indices.numel();
-    index_strides[a] = indices.strides()[0];  // output position along a -> the index's offset
-    return std::pair{shape, index_strides};
-  }, check_bounds);
+void check_index(const char* label, const Tensor& x, const Tensor& index) {
+  check_defined(x, label);
+  check_dtype(label, "the index tensor", index, DType::int64, "convert it with .astype(kten::int64)");
+  check_same_device(label, x.device(), index.device());
+}
+
+Tensor select_along(const char* label, const Tensor& x, int axis, const Tensor& indices) {
+  check_index(label, x, indices);
+  const int a = normalize_axis(label, x, axis);
+  if (indices.ndim() != 1)
+    fail<ShapeError>(label, "indices must be 1-D, got shape ", indices.shape(), "; flatten them with .reshape({-1})");
+  Shape shape = x.shape(), along(x.ndim(), 1);
+  shape[a] = along[a] = indices.numel();
+  return take(label, x, a, indices.reshape(along).expand(shape));
 }
 }  // namespace
 
-Tensor select_rows_in_range(const Tensor& x, const Tensor& rows) {
-  return select_along("kten::select_rows", x, 0, rows, /*check_bounds=*/false);
-}
+Tensor select_rows_in_range(const Tensor& x, const Tensor& rows) { return select_along("kten::select_rows", x, 0, rows); }
 }  // namespace detail
 
 Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
-  return select_along("kten::index_select", x, axis, indices, /*check_bounds=*/true);
+  return select_along("kten::index_select", x, axis, indices);
 }
 
 Tensor gather(const Tensor& x, int axis, const Tensor& index) {
   constexpr const char* label = "kten::gather";
-  return take(label, x, axis, index, [&](int a) {
-    bool fits = index.ndim() == x.ndim();
-    for (int d = 0; fits && d < x.ndim(); ++d) fits = d == a || index.shape()[d] <= x.shape()[d];
-    if (!fits)
-      fail<ShapeError>(label, "index of shape ", index.shape(), " does not fit x of shape ", x.shape(),
-                       " along axis ", axis, "; index needs x's rank and extents no larger than x's on the other axes");
-    return std::pair{index.shape(), index.strides()};
-  });
+  check_index(label, x, index);
+  const int a = normalize_axis(label, x, axis);
+  bool fits = index.ndim() == x.ndim();
+  for (int d = 0; fits && d < x.ndim(); ++d) fits = d == a || index.shape()[d] <= x.shape()[d];
+  if (!fits)
+    fail<ShapeError>(label, "index of shape ", index.shape(), " does not fit x of shape ", x.shape(),
+                     " along axis ", axis, "; index needs x's rank and extents no larger than x's on the other axes");
+  return take(label, x, a, index);
 }
 
 }  // namespace kten

@@ -5,9 +5,9 @@
 
 namespace kten::detail {
 
-/// \brief index_select(x, 0, rows) without the bounds check, whose read of the indices' range on
-/// the host would synchronise a GPU: for int64 row indices that kten drew itself inside [0, rows of
-/// x) (a dataset's epoch order, a replay buffer's samples). Differentiable like index_select.
+/// \brief index_select(x, 0, rows) under its own label, for int64 row indices that kten drew
+/// itself inside [0, rows of x) (a dataset's epoch order, a replay buffer's samples). Checked in
+/// the kernel like index_select (no host synchronisation). Differentiable like index_select.
 Tensor select_rows_in_range(const Tensor& x, const Tensor& rows);
 
 }  // namespace kten::detail

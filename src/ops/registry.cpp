@@ -62,6 +62,7 @@ std::vector<OpDef> all_ops() {
            conv_ops,  // convolutions and padding
            pool_ops, resample_ops,  // pooling and resampling
            norm_ops,  // batch, group and instance normalisation
+           scatter_ops,  // graph ops: index_add, scatter_add, scatter_reduce, embedding
        })
     for (OpDef& op : family()) all.push_back(std::move(op));
   std::unordered_set<std::string> names;

@@ -90,5 +90,7 @@ std::vector<OpDef> conv_ops();
 std::vector<OpDef> pool_ops();
 std::vector<OpDef> resample_ops();
 std::vector<OpDef> norm_ops();  // issue 31: batch, group and instance norm (src/ops/norm.cpp)
+// Graph ops (scatter.cpp): index_add, scatter_add, scatter_reduce, embedding.
+std::vector<OpDef> scatter_ops();
 
 }  // namespace kten::ops

@@ -174,6 +174,28 @@ at::Tensor torch_zeros(const at::Tensor& x) { return at::zeros({x.size(1)}, x.op
 at::Tensor torch_ones(const at::Tensor& x) { return at::ones({x.size(1)}, x.options()); }
 #endif
 
+// --- Graph layers: Embedding ---------------------------------------------------------------------
+// Embedding's table is x[0] (its "weight" parameter); the indices, (2, num + 1) with every row used,
+// are built on each side: (3 p + 1) mod num at position p.
+std::vector<std::int64_t> embedding_rows(std::int64_t num) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t p = 0; p < 2 * (num + 1); ++p) v.push_back((3 * p + 1) % num);
+  return v;
+}
+kten::Tensor apply_embedding(const KtenArgs& x) {
+  kten::nn::Embedding layer(x[0].size(0), x[0].size(1), x[0].dtype(), 1);
+  layer.to(x[0].device());
+  layer.named_parameters()[0].slot->value = x[0];
+  return layer(kten::tensor(embedding_rows(x[0].size(0)), {2, x[0].size(0) + 1}, x[0].device()));
+}
+// (num, dim): up to 3 rows of up to 4 features; large: up to 80 x 60; empty: no features.
+ShapeGen embedding_table() {
+  return {1, [](Rng& rng, const ShapeOptions& o) {
+            if (o.large) return std::vector<Shape>{{pick(rng, 40, 80), pick(rng, 40, 60)}};
+            return std::vector<Shape>{{pick(rng, 1, 3), o.empty ? 0 : pick(rng, 1, o.small ? 2 : 4)}};
+          }};
+}
+// --- end of graph layers -------------------------------------------------------------------------
 }  // namespace
 
 std::vector<Row> layer_table() {
@@ -293,6 +315,9 @@ std::vector<Row> layer_table() {
           TORCH(at::conv_transpose2d(x[0], x[1], x[2], 2))).sums().specials_in({0}, kConvSpecials),
       Row("nn::ConvTranspose3d(3, padding 1)", conv_layer_shapes(3, 3, 1, true), KTEN(conv_transpose_layer(3, 1, 1, 0, x)),
           TORCH(at::conv_transpose3d(x[0], x[1], x[2], 1, 1))).sums().specials_in({0}, kConvSpecials),
+      // --- Graph layers: Embedding (at::embedding is what torch::nn::Embedding's forward calls).
+      Row("nn::Embedding", embedding_table(), KTEN(apply_embedding(x)),
+          TORCH(at::embedding(x[0], at::tensor(embedding_rows(x[0].size(0)), at::kLong).reshape({2, x[0].size(0) + 1})))).sums(),
   };
 }
 

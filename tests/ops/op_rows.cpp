@@ -217,6 +217,67 @@ Row pad_row(int dims, std::vector<std::int64_t> pads, kten::nn::PaddingMode mode
   return reg("pad", std::move(label), pad_shapes(dims, largest + 1), std::move(a), std::move(torch));
 }
 
+// --- Graph ops (scatter, index_add, embedding) -------------------------------------------------
+// x (N, F) and src (E, F), or (2, N, F) and (2, E, F), scattered along the axis before the last
+// (N nodes, E edges, F features); E > N, so destinations repeat. The empty case has no features.
+ShapeGen scatter_shapes(int rank) {
+  return {2, [rank](Rng& rng, const ShapeOptions& o) {
+            const auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+            std::int64_t n = pick(1, o.small ? 2 : 4), f = pick(1, 2), e = pick(1, o.small ? 3 : 6);
+            if (o.large) n = pick(60, 120), f = pick(20, 40), e = pick(200, 400) / rank;
+            if (o.empty) f = 0;
+            if (rank == 2) return std::vector<Shape>{{n, f}, {e, f}};
+            return std::vector<Shape>{{2, n, f}, {2, e, f}};
+          }};
+}
+// The index of every source element (a shape like src's): position p (row-major) goes to
+// (3 p + 1) mod N, so each fiber has its own pattern.
+std::vector<std::int64_t> scatter_index(std::int64_t elements, std::int64_t n) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(elements));
+  for (std::int64_t p = 0; p < elements; ++p) v[p] = (3 * p + 1) % n;
+  return v;
+}
+// An edge list: edge i goes to node (3 i + 1) mod N; one index per edge, broadcast over the other
+// axes (stride 0), as index.unsqueeze(-1).expand_as(src) in PyTorch.
+Shape edge_list_shape(const Shape& src) {
+  Shape s(src.size(), 1);
+  s[src.size() - 2] = src[src.size() - 2];
+  return s;
+}
+kten::Tensor kten_scatter_index(const kten::Tensor& x, const kten::Tensor& src, bool edges) {
+  const std::int64_t n = x.size(-2);
+  if (edges) return kten::tensor(scatter_index(src.size(-2), n), edge_list_shape(src.shape()), x.device()).expand(src.shape());
+  return kten::tensor(scatter_index(src.numel(), n), src.shape(), x.device());
+}
+// Embedding's indices for a (num, dim) weight: (2, num + 1), every row used.
+kten::Tensor kten_embedding_indices(const kten::Tensor& w) {
+  return kten::tensor(scatter_index(2 * (w.size(0) + 1), w.size(0)), {2, w.size(0) + 1}, w.device());
+}
+// A (num, dim) weight: num rows of up to 4 features (the empty case: none).
+ShapeGen embedding_shapes() {
+  return {1, [](Rng& rng, const ShapeOptions& o) {
+            const auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+            if (o.large) return std::vector<Shape>{{pick(40, 80), pick(40, 60)}};
+            return std::vector<Shape>{{pick(1, 3), o.empty ? 0 : pick(1, o.small ? 2 : 4)}};
+          }};
+}
+#ifdef KTEN_HARNESS_TORCH
+at::Tensor torch_scatter_index(const at::Tensor& x, const at::Tensor& src, bool edges) {
+  const std::int64_t n = x.size(-2);
+  if (edges) {
+    const Shape s = edge_list_shape(Shape(src.sizes().begin(), src.sizes().end()));
+    return at::tensor(scatter_index(src.size(-2), n), at::kLong).reshape(s).expand(src.sizes());
+  }
+  return at::tensor(scatter_index(src.numel(), n), at::kLong).reshape(src.sizes());
+}
+at::Tensor torch_embedding_indices(const at::Tensor& w) {
+  return at::tensor(scatter_index(2 * (w.size(0) + 1), w.size(0)), at::kLong).reshape({2, w.size(0) + 1});
+}
+#endif
+// PyTorch 1.13 splits amax/amin's gradient among the elements equal to the result: where that is
+// NaN none is, and 0 * (g / 0) puts NaN on x and the sources alike; an accident of the formula.
+const char* const kScatterAmaxAtNaN = "PyTorch's amax/amin scatter gradient at a NaN result is 0 * (g / 0), an accident of its formula";
+// --- end of graph ops -------------------------------------------------------------------------
 }  // namespace
 
 std::vector<Row> op_table() {
@@ -479,6 +540,44 @@ std::vector<Row> op_table() {
       reg("leaky_relu", broadcast(1), TORCH(at::leaky_relu(x[0], 0.01))),
       reg("leaky_relu", "leaky_relu(0.2)", broadcast(1), reals({0.2}), TORCH(at::leaky_relu(x[0], 0.2))),
       reg("leaky_relu", "leaky_relu at 0", broadcast(1), reals({0.2}), TORCH(at::leaky_relu(x[0], 0.2))).on(Domain::zeros).no_fd(),
+      // --- Graph ops (scatter, index_add, embedding): every destination receives several sources.
+      op("scatter_add(-2, index)", scatter_shapes(2), KTEN(kten::scatter_add(x[0], -2, kten_scatter_index(x[0], x[1], false), x[1])),
+         TORCH(at::scatter_add(x[0], -2, torch_scatter_index(x[0], x[1], false), x[1]))).sums().covers("scatter_add"),
+      op("scatter_add(1, edge list) 3-D", scatter_shapes(3), KTEN(kten::scatter_add(x[0], 1, kten_scatter_index(x[0], x[1], true), x[1])),
+         TORCH(at::scatter_add(x[0], 1, torch_scatter_index(x[0], x[1], true), x[1]))).sums().covers("scatter_add"),
+      op("index_add(0, edges)", scatter_shapes(2),
+         KTEN(kten::index_add(x[0], 0, kten::tensor(scatter_index(x[1].size(0), x[0].size(0)), x[0].device()), x[1])),
+         TORCH(at::index_add(x[0], 0, at::tensor(scatter_index(x[1].size(0), x[0].size(0)), at::kLong), x[1]))).sums().covers("index_add"),
+      op("index_add(1, edges) 3-D", scatter_shapes(3),
+         KTEN(kten::index_add(x[0], 1, kten::tensor(scatter_index(x[1].size(1), x[0].size(1)), x[0].device()), x[1])),
+         TORCH(at::index_add(x[0], 1, at::tensor(scatter_index(x[1].size(1), x[0].size(1)), at::kLong), x[1]))).sums().covers("index_add"),
+      op("scatter_reduce(sum)", scatter_shapes(2), KTEN(kten::scatter_reduce(x[0], -2, kten_scatter_index(x[0], x[1], false), x[1], "sum")),
+         TORCH(at::scatter_reduce(x[0], -2, torch_scatter_index(x[0], x[1], false), x[1], "sum"))).sums().covers("scatter_reduce"),
+      op("scatter_reduce(sum, include_self=false)", scatter_shapes(3),
+         KTEN(kten::scatter_reduce(x[0], 1, kten_scatter_index(x[0], x[1], true), x[1], "sum", false)),
+         TORCH(at::scatter_reduce(x[0], 1, torch_scatter_index(x[0], x[1], true), x[1], "sum", false))).sums().covers("scatter_reduce"),
+      op("scatter_reduce(mean)", scatter_shapes(2), KTEN(kten::scatter_reduce(x[0], -2, kten_scatter_index(x[0], x[1], true), x[1], "mean")),
+         TORCH(at::scatter_reduce(x[0], -2, torch_scatter_index(x[0], x[1], true), x[1], "mean"))).sums().covers("scatter_reduce"),
+      op("scatter_reduce(mean, include_self=false)", scatter_shapes(3),
+         KTEN(kten::scatter_reduce(x[0], 1, kten_scatter_index(x[0], x[1], false), x[1], "mean", false)),
+         TORCH(at::scatter_reduce(x[0], 1, torch_scatter_index(x[0], x[1], false), x[1], "mean", false))).sums().covers("scatter_reduce"),
+      op("scatter_reduce(amax)", scatter_shapes(2), KTEN(kten::scatter_reduce(x[0], -2, kten_scatter_index(x[0], x[1], false), x[1], "amax")),
+         TORCH(at::scatter_reduce(x[0], -2, torch_scatter_index(x[0], x[1], false), x[1], "amax")))
+          .on(Domain::distinct).no_special_grad(kScatterAmaxAtNaN).covers("scatter_reduce"),
+      op("scatter_reduce(amax, include_self=false)", scatter_shapes(3),
+         KTEN(kten::scatter_reduce(x[0], 1, kten_scatter_index(x[0], x[1], true), x[1], "amax", false)),
+         TORCH(at::scatter_reduce(x[0], 1, torch_scatter_index(x[0], x[1], true), x[1], "amax", false)))
+          .on(Domain::distinct).no_special_grad(kScatterAmaxAtNaN).covers("scatter_reduce"),
+      op("scatter_reduce(amin)", scatter_shapes(3), KTEN(kten::scatter_reduce(x[0], 1, kten_scatter_index(x[0], x[1], true), x[1], "amin")),
+         TORCH(at::scatter_reduce(x[0], 1, torch_scatter_index(x[0], x[1], true), x[1], "amin")))
+          .on(Domain::distinct).no_special_grad(kScatterAmaxAtNaN).covers("scatter_reduce"),
+      op("scatter_reduce(amin, include_self=false)", scatter_shapes(2),
+         KTEN(kten::scatter_reduce(x[0], -2, kten_scatter_index(x[0], x[1], false), x[1], "amin", false)),
+         TORCH(at::scatter_reduce(x[0], -2, torch_scatter_index(x[0], x[1], false), x[1], "amin", false)))
+          .on(Domain::distinct).no_special_grad(kScatterAmaxAtNaN).covers("scatter_reduce"),
+      op("embedding(weight, (2, num + 1))", embedding_shapes(), KTEN(kten::embedding(x[0], kten_embedding_indices(x[0]))),
+         TORCH(at::embedding(x[0], torch_embedding_indices(x[0])))).sums().covers("embedding"),
+      // --- end of graph ops
   };
 }
 

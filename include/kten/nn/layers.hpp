@@ -217,3 +217,5 @@ void manual_seed(std::uint64_t seed);
 
 // --- issue 31: normalisation layers with state and the small layers of grid models ---
 #include <kten/nn/norm.hpp>
+// Graph and lookup layers.
+#include <kten/nn/embedding.hpp>
