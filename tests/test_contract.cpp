@@ -3,7 +3,9 @@
 // if a semantic drifts, it fails.
 #include <cstdio>
 #include <initializer_list>
+#include <memory>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include <kten/kokkos.hpp>
@@ -241,4 +243,53 @@ TEST_CASE("the models contract (issue 18) compiles and behaves", "[contract][lay
   copy.eval();
   CHECK(copy(X).to_vector<float>() == mlp(X).to_vector<float>());
   std::remove(path.c_str());
+}
+
+namespace {
+// DESIGN 1c's composed module, verbatim in substance.
+class Block : public kten::nn::Module {
+ public:
+  explicit Block(std::int64_t ch) {
+    kten::nn::ConvOptions o;                    // stride {1}, padding {0}, dilation {1}: one value
+    o.padding = {1};                            // applies to every spatial axis, or one per axis
+    o.padding_mode = kten::nn::PaddingMode::circular;   // zeros | reflect | replicate | circular
+    conv_ = register_module("conv", kten::nn::Conv2d(ch, ch, {3, 3}, o));   // std::shared_ptr<Conv2d>
+    norm_ = register_module("norm", kten::nn::BatchNorm2d(ch));
+    gain_ = register_parameter("gain", kten::ones({1}));      // learnable; returns the tensor
+    register_buffer("calls", kten::zeros({1}, kten::cpu(), kten::int64));  // saved and moved, never stepped
+  }
+  kten::Tensor forward(const kten::Tensor& x) override { return x + gain_ * kten::relu((*norm_)((*conv_)(x))); }
+  std::string name() const override { return "Block"; }
+ private:
+  std::shared_ptr<kten::nn::Conv2d> conv_;
+  std::shared_ptr<kten::nn::BatchNorm2d> norm_;
+  kten::Tensor gain_;
+};
+}  // namespace
+
+TEST_CASE("the grid contract (DESIGN 1c): a composed Block compiles, names its state as PyTorch and trains", "[contract][grid]") {
+  const kten::Device d = kten::test::device();
+  Block block(4);
+  block.to(d);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : block.state_dict()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"gain", "calls", "conv.weight", "conv.bias", "norm.weight", "norm.bias",
+                                          "norm.running_mean", "norm.running_var", "norm.num_batches_tracked"});
+  CHECK(block.parameters().size() == 5);  // gain, conv's two, norm's two: buffers are never stepped
+  const kten::Tensor x = kten::rand({2, 4, 8, 8}, d, 3), target = kten::rand({2, 4, 8, 8}, d, 4);
+  kten::optim::Adam adam(1e-2f);
+  kten::nn::MSELoss mse;
+  block.train();
+  double first = 0, last = 0;
+  for (int step = 0; step < 20; ++step) {
+    adam.zero_grad(block);
+    kten::Tensor loss = mse(block(x), target);
+    loss.backward();
+    adam.step(block);
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  CHECK(last < first);
+  CHECK(block.state_dict()[8].second.item<std::int64_t>() == 20);  // num_batches_tracked
+  block.eval();
+  CHECK(block(x).shape() == x.shape());
 }
