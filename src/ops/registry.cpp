@@ -55,9 +55,10 @@ namespace {
 
 std::vector<OpDef> all_ops() {
   std::vector<OpDef> all;
-  for (std::vector<OpDef> (*family)() : {elementwise_ops, compare_ops, reduce_ops, softmax_ops, indexing_ops, linalg_ops, view_ops,
-                                             conv_ops /* convolutions and padding (issue 31) */})
+  for (std::vector<OpDef> (*family)() : {elementwise_ops, compare_ops, reduce_ops, softmax_ops, indexing_ops, linalg_ops, view_ops})
     for (OpDef& op : family()) all.push_back(std::move(op));
+  // Convolutions and padding (issue 31)
+  for (OpDef& op : conv_ops()) all.push_back(std::move(op));
   std::unordered_set<std::string> names;
   for (const OpDef& op : all)
     if (!names.insert(op.name).second) fail("kten::ops", "the op registry declares '", op.name, "' twice");
