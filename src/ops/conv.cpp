@@ -141,6 +141,7 @@ struct ConvArgs {
   /// t dil) / stride when that divides and lies inside `out`, else -1.
   KOKKOS_INLINE_FUNCTION std::int64_t source(int axis, std::int64_t i, std::int64_t t) const {
     const std::int64_t q = i + g.pad[axis] - t * g.dil[axis];
+    if (g.stride[axis] == 1) return q >= 0 && q < g.out[axis] ? q : -1;  // no 64-bit division
     if (q < 0 || q % g.stride[axis] != 0) return -1;
     const std::int64_t o = q / g.stride[axis];
     return o < g.out[axis] ? o : -1;
@@ -350,7 +351,8 @@ struct ConvWeightHostKernel {
   }
   static std::int64_t panels(const ConvGeometry& g) { return (g.cout_g + NR - 1) / NR; }
   static std::size_t scratch_bytes(const ConvGeometry& g) {
-    return sizeof(T) * static_cast<std::size_t>(g.kvol() * g.cin_g * g.cout_g + panels(g) * NR * g.out[2]) + 2 * 64;
+    return sizeof(T) * static_cast<std::size_t>(g.kvol() * g.cin_g * g.cout_g + panels(g) * NR * g.out[2]) +
+           sizeof(std::int64_t) * static_cast<std::size_t>(2 * g.cout_g) + 3 * 64;
   }
 
   void operator()(const Member& team) const {
@@ -359,6 +361,9 @@ struct ConvWeightHostKernel {
     const std::int64_t cin = g.cin_g, cout = g.cout_g, kvol = g.kvol(), ow_n = g.out[2], lda = args.ss[1];
     T* Cs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * kvol * cin * cout, 64));
     T* Bs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * panels(g) * NR * ow_n, 64));
+    // Per output channel, the first and last non-finite dY of the row (-1: none): the taps this
+    // kernel skips (the zero padding) add 0 * dY there, NaN, as the whole sum would.
+    std::int64_t* bad = static_cast<std::int64_t*>(team.team_scratch(1).get_shmem_aligned(sizeof(std::int64_t) * 2 * cout, 64));
     for (std::int64_t e = 0; e < kvol * cin * cout; ++e) Cs[e] = T(0);
     const std::int64_t strips = (cin + MR - 1) / MR, base = strips > 0 ? cin / strips : 0, taller = strips > 0 ? cin % strips : 0;
     for (std::int64_t row = sl.first / ow_n; row < (sl.first + sl.k) / ow_n; ++row) {
@@ -371,13 +376,29 @@ struct ConvWeightHostKernel {
           if (co < cout) copy_run(b, NR, dy + co * sl.lda, 1, 0, ow_n, ow_n);
           else for (std::int64_t ow = 0; ow < ow_n; ++ow) b[ow * NR] = T(0);
         }
+      for (std::int64_t co = 0; co < cout; ++co) {
+        bad[2 * co] = bad[2 * co + 1] = -1;
+        for (std::int64_t ow = 0; ow < ow_n; ++ow) {
+          const T v = dy[co * sl.lda + ow];
+          if (v - v == T(0)) continue;  // finite
+          if (bad[2 * co] < 0) bad[2 * co] = ow;
+          bad[2 * co + 1] = ow;
+        }
+      }
       for (std::int64_t t = 0; t < kvol; ++t) {
         std::int64_t kd, kh, kw;
         args.tap(t, kd, kh, kw);
         const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0], ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
         const std::int64_t shift = kw * g.dil[2] - g.pad[2];  // iw = ow + shift
         const std::int64_t lo = std::max<std::int64_t>(0, -shift), hi = std::min(ow_n, g.in[2] - shift);
-        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || hi <= lo) continue;
+        const bool row_skipped = id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || hi <= lo;
+        for (std::int64_t co = 0; co < cout; ++co) {
+          const std::int64_t first = bad[2 * co], last = bad[2 * co + 1];
+          const std::int64_t at = first < 0 ? -1 : row_skipped || first < lo ? first : last >= hi ? last : -1;
+          if (at >= 0)
+            for (std::int64_t ci = 0; ci < cin; ++ci) Cs[(t * cin + ci) * cout + co] += T(0) * dy[co * sl.lda + at];
+        }
+        if (row_skipped) continue;
         const T* x = sl.src + id * args.ss[2] + ih * args.ss[3] + lo + shift;
         const int kb = static_cast<int>(hi - lo);
         for (std::int64_t s = 0, ci = 0; s < strips; ci += base + (s < taller), ++s) {
