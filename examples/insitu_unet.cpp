@@ -41,7 +41,10 @@ constexpr double one_step_threshold = 0.25;   // the last phase's one-step error
 // Channels first, whatever the layout: on LayoutRight the View is (species, i, j); on LayoutLeft
 // (CUDA's default) it is (j, i, species), whose axes reversed are (species, i, j) and contiguous.
 constexpr bool kLeft = std::is_same_v<Field::array_layout, Kokkos::LayoutLeft>;
-Field make_field(const char* name) { return kLeft ? Field(name, n, n, 2) : Field(name, 2, n, n); }
+Field make_field(const char* name) {
+  constexpr std::size_t side = n, species = 2;
+  return kLeft ? Field(name, side, side, species) : Field(name, species, side, side);
+}
 KOKKOS_INLINE_FUNCTION double& at(const Field& f, int s, int i, int j) {
   if constexpr (kLeft) return f(j, i, s);
   else return f(s, i, j);

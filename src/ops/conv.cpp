@@ -36,9 +36,9 @@ struct ConvGeometry {
   std::int64_t batch = 1, groups = 1, cin_g = 1, cout_g = 1;
   std::int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
   std::int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
-  std::int64_t in_pix() const { return in[0] * in[1] * in[2]; }
-  std::int64_t out_pix() const { return out[0] * out[1] * out[2]; }
-  std::int64_t kvol() const { return k[0] * k[1] * k[2]; }
+  KOKKOS_INLINE_FUNCTION std::int64_t in_pix() const { return in[0] * in[1] * in[2]; }
+  KOKKOS_INLINE_FUNCTION std::int64_t out_pix() const { return out[0] * out[1] * out[2]; }
+  KOKKOS_INLINE_FUNCTION std::int64_t kvol() const { return k[0] * k[1] * k[2]; }
 };
 
 /// \brief Which of the three products a launch computes (see the file's comment).

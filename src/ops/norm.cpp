@@ -277,9 +277,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   const Tensor& bias, bool training, double momentum, double eps) {
   constexpr const char* op = "kten::batch_norm";
   detail::check_norm_input(op, x);
-  for (const auto& [what, t] : {std::pair<const char*, const Tensor*>{"running_mean", &running_mean}, {"running_var", &running_var},
-                                {"weight", &weight}, {"bias", &bias}})
-    detail::check_per_channel(op, what, *t, x);
+  const std::pair<const char*, const Tensor*> per_channel[] = {
+      {"running_mean", &running_mean}, {"running_var", &running_var}, {"weight", &weight}, {"bias", &bias}};
+  for (const auto& [what, t] : per_channel) detail::check_per_channel(op, what, *t, x);
   if (!training) {
     detail::require_running(op, running_mean, running_var, "evaluation mode (training false)");
     return detail::running_affine(x, running_mean, running_var, weight, bias, eps);
@@ -312,9 +312,9 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
                      const Tensor& bias, bool use_input_stats, double momentum, double eps) {
   constexpr const char* op = "kten::instance_norm";
   detail::check_norm_input(op, x);
-  for (const auto& [what, t] : {std::pair<const char*, const Tensor*>{"running_mean", &running_mean}, {"running_var", &running_var},
-                                {"weight", &weight}, {"bias", &bias}})
-    detail::check_per_channel(op, what, *t, x);
+  const std::pair<const char*, const Tensor*> per_channel[] = {
+      {"running_mean", &running_mean}, {"running_var", &running_var}, {"weight", &weight}, {"bias", &bias}};
+  for (const auto& [what, t] : per_channel) detail::check_per_channel(op, what, *t, x);
   if (!use_input_stats) {
     detail::require_running(op, running_mean, running_var, "use_input_stats false");
     return detail::running_affine(x, running_mean, running_var, weight, bias, eps);
