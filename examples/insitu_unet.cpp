@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -43,7 +44,7 @@ constexpr double one_step_threshold = 0.25;   // the last phase's one-step error
 constexpr bool kLeft = std::is_same_v<Field::array_layout, Kokkos::LayoutLeft>;
 Field make_field(const char* name) {
   constexpr std::size_t side = n, species = 2;
-  return kLeft ? Field(name, side, side, species) : Field(name, species, side, side);
+  return kLeft ? Field(std::string(name), side, side, species) : Field(std::string(name), species, side, side);
 }
 KOKKOS_INLINE_FUNCTION double& at(const Field& f, int s, int i, int j) {
   if constexpr (kLeft) return f(j, i, s);

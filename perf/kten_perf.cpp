@@ -369,6 +369,8 @@ void register_pool_upsample() {
           [](const Tensor& x) { return kten::interpolate(x, std::vector<double>{2.0}, InterpolateMode::bilinear); });
   fwd_bwd("upsample/nearest2x_fwd_bwd", {8, 32, 32, 32},
           [](const Tensor& x) { return kten::interpolate(x, std::vector<double>{2.0}, InterpolateMode::nearest); });
+}
+
 // --- graph ops: scatter_add and gather on a mesh ---------------------------------------------------
 // A message-passing layer's two memory-bound halves on a 1M-edge mesh graph: a periodic 512 x 512
 // grid (262,144 nodes, 4 edges into each, 1,048,576 edges, listed by source node as mesh codes

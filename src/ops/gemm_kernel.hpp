@@ -406,8 +406,12 @@ struct TeamGemmKernel {
   GemmArgs<T> args;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const auto& [A, B, C, bias, accumulate, s, tiles_n] = args;
-    const std::int64_t i0 = (team.league_rank() / tiles_n) * Tile::BM, j0 = (team.league_rank() % tiles_n) * Tile::BN;
+    // Named copies, not a structured binding: nvcc 11.8 cannot capture those in the lambdas.
+    const T *A = args.A, *B = args.B, *bias = args.bias;
+    T* C = args.C;
+    const bool accumulate = args.accumulate;
+    const GemmShape& s = args.s;
+    const std::int64_t i0 = (team.league_rank() / args.tiles_n) * Tile::BM, j0 = (team.league_rank() % args.tiles_n) * Tile::BN;
     team_gemm_tile<T, Tile>(
         team, i0, j0, s.m, s.n, s.k, s.a_col == 1, s.b_col == 1,
         [&](std::int64_t i, std::int64_t p) { return A[i * s.a_row + p * s.a_col]; },
