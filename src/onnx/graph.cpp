@@ -35,7 +35,8 @@ std::vector<Tensor> run_graph(Graph& graph, const std::vector<Tensor>& inputs, b
       call.host.push_back(known_on_host ? value_of(v, true) : Tensor());
       // A host value a device node reads as a tensor goes to the device (shape arithmetic rarely
       // meets device data; cpu() models copy nothing).
-      if (!n.on_host && value.source == Source::host) t = t.to(graph.device);
+      const bool read_on_host = (n.impl->host_inputs >> call.in.size()) & 1U;
+      if (!n.on_host && value.source == Source::host && !read_on_host) t = t.to(graph.device);
       call.in.push_back(t);
     }
     std::vector<Tensor> outs = n.impl->run(call);

@@ -72,6 +72,7 @@ struct OpImpl {
   bool deterministic;  // may be folded at load when its inputs are constants
   std::vector<Tensor> (*run)(Call& call);
   void (*check)(const Node& node);
+  std::uint32_t host_inputs = 0;  // bit i: input i is read on the host (a shape, axes): never copied to the device
 };
 
 /// \brief The operator table (op_table.cpp), by ONNX name.

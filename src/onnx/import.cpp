@@ -354,7 +354,7 @@ Model load(const std::string& path, const Device& device) {
 
   // ONNX's checker, now that kten's own checks have named what they can.
   try {
-    ::onnx::checker::check_model(*proto);
+    ::onnx::checker::check_model(path);  // the path form finds external data beside the model
   } catch (const std::exception& e) {
     l.bad("the ONNX checker rejects the model: ", e.what());
   }

@@ -11,6 +11,7 @@
 
 #include "core/checks.hpp"
 #include "core/fail.hpp"
+#include "core/storage.hpp"
 #include "graph.hpp"
 #include "ops/linalg.hpp"
 #include "ops/registry.hpp"
@@ -29,16 +30,24 @@ const Tensor& Call::at(std::size_t i) const {
   return in[i];
 }
 
+// Values known on the host are read there without waiting for any device; a device value (data-
+// dependent shapes, which PyTorch's exporter rarely writes) is read back, a counted synchronisation.
 std::vector<std::int64_t> Call::ints(std::size_t i) const {
   const Tensor& t = i < host.size() && host[i].defined() ? host[i] : at(i);
   if (is_floating(t.dtype())) fail<FormatError>("onnx", where(), ": input ", i, " must hold integers, not ", t.dtype());
-  return t.astype(int64).to_vector<std::int64_t>();
+  if (!t.device().is_cpu()) return t.astype(int64).to_vector<std::int64_t>();
+  std::vector<std::int64_t> v(static_cast<std::size_t>(t.numel()));
+  kten::detail::read_cpu_values(t.astype(int64), v.data(), int64);
+  return v;
 }
 
 double Call::real(std::size_t i) const {
   const Tensor& t = i < host.size() && host[i].defined() ? host[i] : at(i);
   if (t.numel() != 1) fail<ShapeError>("onnx", where(), ": input ", i, " must hold one value, not ", t.shape());
-  return t.item<double>();
+  if (!t.device().is_cpu()) return t.item<double>();
+  double v = 0;
+  kten::detail::read_cpu_values(t.astype(float64), &v, float64);
+  return v;
 }
 
 const Attribute* Call::attr(const std::string& name) const {
@@ -286,11 +295,25 @@ Outs gather_op(Call& c) {
   const Tensor& x = c.at(0);
   const int axis = axis_in(c, c.attr_int("axis", 0), x.ndim());
   Tensor index = c.at(1);
-  // Negative indices count from the end (ONNX); indices known on the host are wrapped there.
+  // Indices known on the host (a dimension of a Shape, a constant) are checked and wrapped there
+  // (negative ones count from the end) and picked as views: no device synchronisation, unlike
+  // index_select's check of device indices.
   if (c.host.size() > 1 && c.host[1].defined()) {
     std::vector<std::int64_t> v = c.ints(1);
-    for (std::int64_t& i : v)
+    for (std::int64_t& i : v) {
+      if (i < -x.size(axis) || i >= x.size(axis))
+        fail<IndexError>("onnx", c.where(), ": index ", i, " is outside extent ", x.size(axis), " of axis ", axis);
       if (i < 0) i += x.size(axis);
+    }
+    if (c.host[1].ndim() == 0) return {x.select(axis, v[0])};
+    if (v.size() <= 64) {
+      std::vector<Tensor> picked;
+      for (std::int64_t i : v) picked.push_back(x.narrow(axis, i, 1));
+      Shape shape(x.shape().begin(), x.shape().begin() + axis);
+      shape.insert(shape.end(), c.host[1].shape().begin(), c.host[1].shape().end());
+      shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+      return {(v.empty() ? x.narrow(axis, 0, 0) : op("cat", picked, ops::OpAttrs::of_ints({axis}))).reshape(shape)};
+    }
     index = tensor(v, c.host[1].shape(), x.device());
   }
   Shape shape(x.shape().begin(), x.shape().begin() + axis);
@@ -344,7 +367,9 @@ Outs constant_of_shape(Call& c) {
   const Shape shape = c.ints(0);
   const Attribute* a = c.attr("value");
   const Tensor value = a ? a->t : zeros({1});
-  return {full(shape, value.astype(float64).reshape({}).item<double>(), c.device, value.dtype())};
+  double fill = 0;
+  kten::detail::read_cpu_values(value.astype(float64), &fill, float64);  // an attribute: on the host
+  return {full(shape, fill, c.device, value.dtype())};
 }
 
 Outs range(Call& c) {
@@ -394,16 +419,16 @@ const std::vector<OpImpl>& op_table() {
       {"Cast", 13, 17, 1, 1, 1, true, cast, check_cast},
       {"Concat", 13, 17, 1, 1 << 20, 1, true, concat, nullptr},
       {"Constant", 13, 17, 0, 0, 1, true, constant, nullptr},
-      {"ConstantOfShape", 13, 17, 1, 1, 1, true, constant_of_shape, nullptr},
+      {"ConstantOfShape", 13, 17, 1, 1, 1, true, constant_of_shape, nullptr, 0b1},
       {"Cos", 13, 17, 1, 1, 1, true, unary<k_cos>, nullptr},
       {"Div", 13, 17, 2, 2, 1, true, binary<k_div>, nullptr},
-      {"Dropout", 13, 17, 1, 3, 2, false, dropout_op, nullptr},
+      {"Dropout", 13, 17, 1, 3, 2, false, dropout_op, nullptr, 0b110},
       {"Equal", 13, 17, 2, 2, 1, true, equal, nullptr},
       {"Erf", 13, 17, 1, 1, 1, true, unary<k_erf>, nullptr},
       {"Exp", 13, 17, 1, 1, 1, true, unary<k_exp>, nullptr},
-      {"Expand", 13, 17, 2, 2, 1, true, expand, nullptr},
+      {"Expand", 13, 17, 2, 2, 1, true, expand, nullptr, 0b10},
       {"Flatten", 13, 17, 1, 1, 1, true, flatten, nullptr},
-      {"Gather", 13, 17, 2, 2, 1, true, gather_op, nullptr},
+      {"Gather", 13, 17, 2, 2, 1, true, gather_op, nullptr, 0b10},
       {"Gemm", 13, 17, 2, 3, 1, true, gemm, nullptr},
       {"Identity", 13, 17, 1, 1, 1, true, identity, nullptr},
       {"LayerNormalization", 17, 17, 2, 3, 3, true, layer_normalization, check_layer_norm},
@@ -414,25 +439,25 @@ const std::vector<OpImpl>& op_table() {
       {"Mul", 13, 17, 2, 2, 1, true, binary<k_mul>, nullptr},
       {"Neg", 13, 17, 1, 1, 1, true, unary<k_neg>, nullptr},
       {"Pow", 13, 17, 2, 2, 1, true, pow_op, nullptr},
-      {"Range", 13, 17, 3, 3, 1, true, range, nullptr},
+      {"Range", 13, 17, 3, 3, 1, true, range, nullptr, 0b111},
       {"ReduceMax", 13, 17, 1, 1, 1, true, reduce, nullptr},
       {"ReduceMean", 13, 17, 1, 1, 1, true, reduce, nullptr},
-      {"ReduceSum", 13, 17, 1, 2, 1, true, reduce, nullptr},
+      {"ReduceSum", 13, 17, 1, 2, 1, true, reduce, nullptr, 0b10},
       {"Relu", 13, 17, 1, 1, 1, true, unary<k_relu>, nullptr},
-      {"Reshape", 13, 17, 2, 2, 1, true, reshape, nullptr},
+      {"Reshape", 13, 17, 2, 2, 1, true, reshape, nullptr, 0b10},
       {"Shape", 13, 17, 1, 1, 1, true, shape_op, nullptr},
       {"Sigmoid", 13, 17, 1, 1, 1, true, unary<k_sigmoid>, nullptr},
       {"Sin", 13, 17, 1, 1, 1, true, unary<k_sin>, nullptr},
-      {"Slice", 13, 17, 3, 5, 1, true, slice, nullptr},
+      {"Slice", 13, 17, 3, 5, 1, true, slice, nullptr, 0b11110},
       {"Softmax", 13, 17, 1, 1, 1, true, softmax_op, nullptr},
       {"Softplus", 13, 17, 1, 1, 1, true, softplus_op, nullptr},
-      {"Split", 13, 17, 1, 2, 1 << 20, true, split, nullptr},
+      {"Split", 13, 17, 1, 2, 1 << 20, true, split, nullptr, 0b10},
       {"Sqrt", 13, 17, 1, 1, 1, true, unary<k_sqrt>, nullptr},
-      {"Squeeze", 13, 17, 1, 2, 1, true, squeeze, nullptr},
+      {"Squeeze", 13, 17, 1, 2, 1, true, squeeze, nullptr, 0b10},
       {"Sub", 13, 17, 2, 2, 1, true, binary<k_sub>, nullptr},
       {"Tanh", 13, 17, 1, 1, 1, true, unary<k_tanh>, nullptr},
       {"Transpose", 13, 17, 1, 1, 1, true, transpose_op, nullptr},
-      {"Unsqueeze", 13, 17, 2, 2, 1, true, unsqueeze, nullptr},
+      {"Unsqueeze", 13, 17, 2, 2, 1, true, unsqueeze, nullptr, 0b10},
       {"Where", 13, 17, 3, 3, 1, true, where_op, nullptr},
   };
   return table;
