@@ -10,6 +10,21 @@ namespace kten::onnx {
 
 namespace detail {
 
+namespace {
+
+// Says which node failed, keeping the error's class.
+[[noreturn]] void rethrow_from(const std::string& where, const Error& e) {
+  const std::string op = "onnx::Model, " + where;
+  if (dynamic_cast<const ShapeError*>(&e)) kten::detail::fail_within<ShapeError>(op, e);
+  if (dynamic_cast<const DTypeError*>(&e)) kten::detail::fail_within<DTypeError>(op, e);
+  if (dynamic_cast<const DeviceMismatch*>(&e)) kten::detail::fail_within<DeviceMismatch>(op, e);
+  if (dynamic_cast<const IndexError*>(&e)) kten::detail::fail_within<IndexError>(op, e);
+  if (dynamic_cast<const FormatError*>(&e)) kten::detail::fail_within<FormatError>(op, e);
+  throw;  // others (OutOfMemory, SyncError, ...) as they are
+}
+
+}  // namespace
+
 std::vector<Tensor> run_graph(Graph& graph, const std::vector<Tensor>& inputs, bool training) {
   std::vector<Tensor> slots(graph.values.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) slots[graph.inputs[i].value] = inputs[i];
@@ -22,7 +37,7 @@ std::vector<Tensor> run_graph(Graph& graph, const std::vector<Tensor>& inputs, b
     }
   };
   for (const Node& n : graph.nodes) {
-    Call call{n, {}, {}, training, graph.device, &graph.dropout_calls, graph.seed};
+    Call call{n, {}, {}, training, n.on_host ? cpu() : graph.device, &graph.dropout_calls, graph.seed};
     for (int v : n.inputs) {
       if (v < 0) {
         call.in.emplace_back();
@@ -39,7 +54,12 @@ std::vector<Tensor> run_graph(Graph& graph, const std::vector<Tensor>& inputs, b
       if (!n.on_host && value.source == Source::host && !read_on_host) t = t.to(graph.device);
       call.in.push_back(t);
     }
-    std::vector<Tensor> outs = n.impl->run(call);
+    std::vector<Tensor> outs;
+    try {
+      outs = n.impl->run(call);
+    } catch (const Error& e) {
+      rethrow_from(call.where(), e);
+    }
     for (std::size_t i = 0; i < n.outputs.size(); ++i)
       if (n.outputs[i] >= 0) slots[n.outputs[i]] = outs.at(i);
     for (int v : n.frees) slots[v] = Tensor();

@@ -38,7 +38,7 @@ struct Call {
   std::vector<Tensor> in;
   std::vector<Tensor> host;  // per input: a cpu() tensor when known on the host, else undefined
   bool training = false;
-  Device device;             // the model's device: where new tensors go
+  Device device;             // where new tensors go: the model's device, or cpu() for a host node
   std::uint64_t* dropout_calls = nullptr;  // the model's dropout counter (masks differ call to call)
   std::uint64_t seed = 0;
 

@@ -130,7 +130,7 @@ void to_torch(const std::string& dir, const kten::Device& device) {
 // (opset 17) and in training mode (opset 13); kten loads each and must give PyTorch's outputs,
 // parameter gradients of an MSE loss, and parameters after three Adam steps; then kten writes the
 // trained model and a Sequential of its own layers, which reload to the same outputs and which
-// onnx.checker accepts.
+// onnx.checker accepts. A small attention block checks outputs and gradients too.
 
 // |got - want| <= tol * max(1, the largest |want|) everywhere (relative to the largest element).
 bool close_to_largest(const std::string& what, const kten::Tensor& got, const kten::Tensor& want, double tol) {
@@ -167,6 +167,21 @@ bool onnx_from_torch(const std::string& python, const std::string& script, const
     auto again = kten::onnx::load(dir + "/kten-mlp-" + mode + ".onnx", device);
     kten::NoGradGuard no_grad;
     ok = close(mode + ": re-exported model's outputs", again(x), net(x), 0, 0) && ok;
+  }
+  // A small attention block (batch and length dynamic; shape arithmetic, Range, Sin, Cos, Split,
+  // batched MatMul, Softmax, LeakyRelu): outputs and gradients, and no device synchronisation.
+  {
+    auto net = kten::onnx::load(dir + "/attention-eval.onnx", device);
+    const auto ref = kten::io::load_safetensors(dir + "/attention-eval-ref.safetensors", device);
+    const kten::Tensor x = find(ref, "x"), target = find(ref, "target");
+    ok = close_to_largest("attention: outputs (3 x 6, exported with 2 x 5)", net(x), find(ref, "y"), 1e-4) && ok;
+    kten::reset_stats();
+    const kten::Tensor loss = kten::nn::MSELoss()(net(x), target);
+    loss.backward();
+    std::cout << "attention: forward and backward made " << kten::stats().host_syncs << " host synchronisations\n";
+    ok = kten::stats().host_syncs == 0 && ok;
+    for (const auto& p : net.named_parameters())
+      ok = close_to_largest("attention: gradient of " + p.name, p.slot->value.grad(), find(ref, "grad." + p.name), 1e-4) && ok;
   }
   // kten's own layers, written by save() and read back.
   kten::nn::Sequential seq;

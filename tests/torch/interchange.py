@@ -113,6 +113,28 @@ def onnx_mlp():
                                torch.nn.Linear(16, 16), torch.nn.Softplus(), torch.nn.Linear(16, 3))
 
 
+class OnnxAttention(torch.nn.Module):
+    """A small attention block: positions (Range, Sin, Cos), Split, Reshape from Shape arithmetic,
+    Transpose, batched MatMul, Softmax, LayerNormalization, ReduceMean; batch and length dynamic."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(4)
+        self.qkv = torch.nn.Linear(8, 24)
+        self.out = torch.nn.Linear(8, 8)
+        self.norm = torch.nn.LayerNorm(8)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        pos = torch.arange(t, dtype=x.dtype).unsqueeze(1)
+        x = x + torch.sin(pos) + torch.cos(pos * 0.5)
+        q, k, v = self.qkv(x).split(8, dim=-1)
+        q, k, v = (z.reshape(b, t, 2, 4).transpose(1, 2) for z in (q, k, v))
+        att = torch.softmax(q @ k.transpose(-1, -2) / 2.0, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        return torch.nn.functional.leaky_relu(self.norm(x + self.out(y)), 0.1).mean(dim=1)
+
+
 def onnx_export(folder):
     """For each mode: mlp-<mode>.onnx (batch 4 at export, a dynamic axis) and mlp-<mode>-ref.safetensors:
     x and target (batch 7), PyTorch's y, the MSE loss's parameter gradients (grad.<name>) and the
@@ -137,6 +159,15 @@ def onnx_export(folder):
             adam.step()
         ref.update({f"after.{n}": p.detach().clone() for n, p in net.named_parameters()})
         save_file(ref, f"{folder}/mlp-{mode}-ref.safetensors")
+    net = OnnxAttention().eval()
+    torch.onnx.export(net, torch.randn(2, 5, 8), f"{folder}/attention-eval.onnx", opset_version=17,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch", 1: "length"}, "y": {0: "batch"}},
+                      do_constant_folding=False)  # folding would store qkv.weight transposed as onnx::MatMul_<n>
+    x, target = torch.randn(3, 6, 8), torch.randn(3, 8)
+    ref = {"x": x, "target": target, "y": net(x).detach()}
+    torch.nn.functional.mse_loss(net(x), target).backward()
+    ref.update({f"grad.{n}": p.grad.clone() for n, p in net.named_parameters()})
+    save_file(ref, f"{folder}/attention-eval-ref.safetensors")
     return 0
 
 
