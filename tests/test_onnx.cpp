@@ -196,6 +196,81 @@ TEST_CASE("onnx: shape arithmetic runs on the host, views and softmax on the dev
   test::require_allclose<float>(y, test::host_doubles<float>(want));
 }
 
+TEST_CASE("onnx: the elementwise, reduction and shape operators compute kten's results", "[onnx]") {
+  Builder b(17);
+  b.input("x", {-1, 4});
+  b.floats("W", {0.5f, -1.f, 0.25f, 1.5f, 0.f, -0.5f, 2.f, 1.f, -1.f, 0.75f, -0.25f, 0.5f}, {4, 3});
+  b.floats("C", {0.1f, -0.2f, 0.3f}, {3});
+  b.ints("one_axis", {1});
+  b.ints("zero_axis", {0});
+  b.ints("wide", {1, 3});
+  Builder::attr(b.node("Transpose", {"x"}, {"xt"}), "perm", std::vector<std::int64_t>{1, 0});
+  auto* gemm = b.node("Gemm", {"xt", "W", "C"}, {"g"});
+  Builder::attr(gemm, "transA", 1);
+  for (auto [name, v] : {std::pair{"alpha", 0.5f}, {"beta", 2.f}}) {
+    auto* a = gemm->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
+    a->set_f(v);
+  }
+  b.node("Abs", {"g"}, {"a"});
+  b.node("Neg", {"a"}, {"n"});
+  b.node("Exp", {"n"}, {"e"});
+  auto* one = b.node("Constant", {}, {"one"});
+  {
+    auto* a = one->add_attribute();
+    a->set_name("value_float");
+    a->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
+    a->set_f(1.f);
+  }
+  b.node("Add", {"e", "one"}, {"e1"});
+  b.node("Log", {"e1"}, {"l"});
+  b.node("Mul", {"l", "l"}, {"ll"});
+  b.node("Add", {"ll", "one"}, {"ll1"});
+  b.node("Sqrt", {"ll1"}, {"s"});
+  b.node("Pow", {"s", "s"}, {"p"});
+  b.node("ReduceSum", {"p", "one_axis"}, {"r"});
+  Builder::attr(b.node("ReduceMean", {"p"}, {"m"}), "axes", std::vector<std::int64_t>{1});
+  auto* rmax = b.node("ReduceMax", {"p"}, {"mx"});
+  Builder::attr(rmax, "axes", std::vector<std::int64_t>{-1});
+  Builder::attr(rmax, "keepdims", 0);
+  b.node("Unsqueeze", {"mx", "one_axis"}, {"u"});
+  b.node("Sub", {"r", "m"}, {"d"});
+  b.node("Div", {"d", "u"}, {"q"});
+  b.node("Expand", {"q", "wide"}, {"ex"});
+  b.node("Shape", {"ex"}, {"exshape"});
+  b.node("ConstantOfShape", {"exshape"}, {"zeros"});
+  b.node("Equal", {"ex", "ex"}, {"same"});
+  b.node("Where", {"same", "ex", "zeros"}, {"w"});
+  b.node("Erf", {"w"}, {"ef"});
+  b.node("Sigmoid", {"ef"}, {"sg"});
+  b.node("Tanh", {"sg"}, {"th"});
+  b.node("LeakyRelu", {"th"}, {"lr"});  // alpha 0.01 by default
+  Builder::attr(b.node("LogSoftmax", {"lr"}, {"ls"}), "axis", 1);
+  b.node("Unsqueeze", {"ls", "zero_axis"}, {"us"});
+  b.node("Squeeze", {"us", "zero_axis"}, {"sq"});
+  b.node("Dropout", {"sq"}, {"dr"});
+  b.node("Identity", {"dr"}, {"id"});
+  Builder::attr(b.node("Cast", {"id"}, {"y"}), "to", 11);
+  b.output("y", {-1, 3}, 11);
+  const Device d = test::device();
+  auto net = kten::onnx::load(b.write("kten-test-zoo.onnx"), d);
+  const Tensor x = randn({5, 4}, d, 9);
+  const Tensor W = tensor({{0.5f, -1.f, 0.25f}, {1.5f, 0.f, -0.5f}, {2.f, 1.f, -1.f}, {0.75f, -0.25f, 0.5f}}, d);
+  const Tensor g = matmul(x, W) * 0.5 + tensor({0.1f, -0.2f, 0.3f}, d) * 2.0;
+  const Tensor l = log(exp(-abs(g)) + 1.0);
+  const Tensor s = sqrt(l * l + 1.0);
+  const Tensor p = pow(s, s);
+  const Tensor q = (sum(p, {1}, true) - mean(p, {1}, true)) / max(p, {1}, true);
+  const Tensor th = tanh(sigmoid(erf(q.expand({5, 3}))));
+  const Tensor lr = where(gt(th, 0.0), th, th * 0.01);
+  const Tensor want = log_softmax(lr, 1).astype(float64);
+  const Tensor y = net(x);
+  REQUIRE(y.dtype() == float64);
+  REQUIRE(y.shape() == Shape{5, 3});
+  test::require_allclose<double>(y, test::host_doubles<double>(want), 1e-5, 1e-6);
+}
+
 TEST_CASE("onnx: save() writes kten's layers; load() reads them back to the same outputs and training", "[onnx]") {
   const Device d = test::device();
   const auto build = [&] {
