@@ -48,7 +48,7 @@ bool kten_dtype(int code, DType& dtype) {
 
 namespace {
 
-// Every message of this file starts "kten: onnx::load('<path>'): ".
+// Every message of this file names onnx::load('<path>') as its op.
 struct Loader {
   std::string op;
   std::filesystem::path folder;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
+#include <unordered_map>
 
 #include <kten/ops.hpp>
 
@@ -80,9 +82,16 @@ int axis_in(const Call& c, std::int64_t axis, int rank) {
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
-// A registered op by name, called with `inputs` and `attrs`.
-Tensor op(const char* name, const std::vector<Tensor>& inputs, const ops::OpAttrs& attrs = {}) {
-  return ops::find_op(name).forward(inputs, attrs);
+// A registered op by name, called with `inputs` and `attrs`; found in a table built once (find_op
+// searches the registry, a cost a batch-1 forward pass would see at every node).
+Tensor op(std::string_view name, const std::vector<Tensor>& inputs, const ops::OpAttrs& attrs = {}) {
+  static const std::unordered_map<std::string_view, const ops::OpDef*> by_name = [] {
+    std::unordered_map<std::string_view, const ops::OpDef*> table;
+    for (const ops::OpDef& def : ops::registry()) table.emplace(def.name, &def);
+    return table;
+  }();
+  const auto it = by_name.find(name);
+  return (it == by_name.end() ? ops::find_op(name) : *it->second).forward(inputs, attrs);
 }
 
 // Runs `f` in float64 when the inputs are int64 (ONNX's integer arithmetic on shapes), converting
