@@ -57,18 +57,26 @@ const Attribute* Call::attr(const std::string& name) const {
   return it == node.attributes.end() ? nullptr : &it->second;
 }
 
+namespace {
+const Attribute* of_kind(const Call& c, const std::string& name, Attribute::Kind kind, const char* what) {
+  const Attribute* a = c.attr(name);
+  if (a && a->kind != kind) fail<FormatError>("onnx", c.where(), ": attribute '", name, "' must be ", what);
+  return a;
+}
+}  // namespace
+
 std::int64_t Call::attr_int(const std::string& name, std::int64_t fallback) const {
-  const Attribute* a = attr(name);
+  const Attribute* a = of_kind(*this, name, Attribute::integer, "an integer");
   return a ? a->i : fallback;
 }
 
 double Call::attr_real(const std::string& name, double fallback) const {
-  const Attribute* a = attr(name);
+  const Attribute* a = of_kind(*this, name, Attribute::real, "a float");
   return a ? a->f : fallback;
 }
 
 std::vector<std::int64_t> Call::attr_ints(const std::string& name, std::vector<std::int64_t> fallback) const {
-  const Attribute* a = attr(name);
+  const Attribute* a = of_kind(*this, name, Attribute::integers, "a list of integers");
   return a ? a->ints : fallback;
 }
 
@@ -156,7 +164,8 @@ Outs gemm(Call& c) {
   const std::int64_t n = tb ? b.size(0) : b.size(1);
   // PyTorch's Linear: x W^T + b in one GEMM with the bias in its epilogue, as nn::Linear runs.
   if (!ta && tb && alpha == 1 && beta == 1 && (!c.has(2) || (c.in[2].ndim() == 1 && c.in[2].size(0) == n)) &&
-      a.size(1) == b.size(1) && a.dtype() == b.dtype() && (!c.has(2) || c.in[2].dtype() == a.dtype()))
+      a.size(1) == b.size(1) && is_floating(a.dtype()) && a.dtype() == b.dtype() &&
+      a.device() == b.device() && (!c.has(2) || (c.in[2].dtype() == a.dtype() && c.in[2].device() == a.device())))
     return {kten::detail::linear(a, b, c.has(2) ? &c.in[2] : nullptr)};
   Tensor y = op("matmul", {ta ? a.transpose() : a, tb ? b.transpose() : b});
   if (alpha != 1) y = y * alpha;
@@ -178,6 +187,11 @@ Outs layer_normalization(Call& c) {
   outer.push_back(features);
   const Tensor weight = c.at(1).reshape({features});
   const Tensor bias = c.has(2) ? c.in[2].reshape({features}) : zeros({features}, x.device(), x.dtype());
+  if (!is_floating(x.dtype()) || weight.dtype() != x.dtype() || bias.dtype() != x.dtype())
+    fail<DTypeError>("onnx", c.where(), ": X, Scale and B must share one float dtype, not ", x.dtype(), ", ",
+                     weight.dtype(), " and ", bias.dtype());
+  if (bias.numel() != features || weight.device() != x.device() || bias.device() != x.device())
+    fail<ShapeError>("onnx", c.where(), ": B has shape ", bias.shape(), " for ", features, " normalised elements (or another device)");
   return {kten::detail::layer_norm(x.reshape(outer), weight, bias, eps).reshape(x.shape())};
 }
 
@@ -397,6 +411,8 @@ Outs dropout_op(Call& c) {
   const double ratio = c.has(1) ? c.real(1) : 0.5;
   // The model's mode decides, as for nn::Dropout (training_mode only sets the mode load() starts in).
   if (!c.training || ratio == 0) return {x, ones(x.shape(), x.device(), boolean)};
+  if (!is_floating(x.dtype()) || !(ratio > 0 && ratio < 1))
+    fail<FormatError>("onnx", c.where(), ": dropout of a ", x.dtype(), " tensor with ratio ", ratio, " (a float tensor and a ratio in [0, 1))");
   const Tensor y = kten::detail::dropout(x, ratio, c.seed, (*c.dropout_calls)++);
   return {y, ne(y.detach(), 0.0)};
 }
