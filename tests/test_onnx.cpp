@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <onnx/onnx_pb.h>
@@ -21,6 +23,17 @@ using namespace kten;
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
+
+// A folder of this process's own under the temporary directory: the cpu and emulated runs of a
+// case may run at once (ctest -j).
+std::filesystem::path scratch() {
+  static const std::filesystem::path dir = [] {
+    const auto d = std::filesystem::temp_directory_path() / ("kten-onnx-tests-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
 
 // A model of one graph, written node by node.
 struct Builder {
@@ -86,7 +99,7 @@ struct Builder {
   }
   std::string bytes() const { return model.SerializeAsString(); }
   std::string write(const std::string& file) const {
-    const std::string path = (std::filesystem::temp_directory_path() / file).string();
+    const std::string path = (scratch() / file).string();
     test::write_bytes(path, bytes());
     return path;
   }
@@ -291,7 +304,7 @@ TEST_CASE("onnx: save() writes kten's layers; load() reads them back to the same
     return seq;
   };
   nn::Sequential seq = build();
-  const std::string path = (std::filesystem::temp_directory_path() / "kten-test-seq.onnx").string();
+  const std::string path = (scratch() / "kten-test-seq.onnx").string();
   kten::onnx::save(path, seq, {randn({3, 4}, d, 1)});
   auto net = kten::onnx::load(path, d);
   std::vector<std::string> want_names, got_names;
@@ -329,14 +342,14 @@ TEST_CASE("onnx: save() writes kten's layers; load() reads them back to the same
 
 TEST_CASE("onnx: save() names what it cannot write yet", "[onnx]") {
   nn::Activation mish("Mish", [](const Tensor& x) { return x * tanh(softplus(x)); });
-  REQUIRE_THROWS_WITH(kten::onnx::save("/tmp/kten-test-mish.onnx", mish, {zeros({2, 3})}),
+  REQUIRE_THROWS_WITH(kten::onnx::save((scratch() / "mish.onnx").string(), mish, {zeros({2, 3})}),
                       ContainsSubstring("Mish") && ContainsSubstring("not exportable"));
   nn::Linear fc(3, 2);
-  REQUIRE_THROWS_AS(kten::onnx::save("/tmp/kten-test-fc.onnx", fc, {}), Error);
+  REQUIRE_THROWS_AS(kten::onnx::save((scratch() / "fc.onnx").string(), fc, {}), Error);
 }
 
 TEST_CASE("onnx: malformed and hostile files are FormatErrors at load, naming the node and op", "[onnx]") {
-  const auto tmp = std::filesystem::temp_directory_path();
+  const auto tmp = scratch();
   SECTION("missing, empty, garbage and truncated files") {
     require_load_fails((tmp / "kten-test-no-such.onnx").string(), {"no-such"});
     const std::string good = mlp().bytes();
