@@ -390,6 +390,12 @@ TEST_CASE("onnx: malformed and hostile files are FormatErrors at load, naming th
     Builder c = mlp();
     c.graph->mutable_initializer(1)->add_dims(1 << 30);  // a huge declared shape over 8 bytes
     require_load_fails(c.write("kten-test-small.onnx"), {"initializer 'fc1.bias'"});
+    Builder e = mlp();  // no element, but strides past 64 bits (a fuzzer's finding)
+    auto* t = e.graph->add_initializer();
+    t->set_name("empty");
+    t->set_data_type(1);
+    for (std::int64_t dim : {std::int64_t{0}, std::int64_t{1} << 40, std::int64_t{1} << 40}) t->add_dims(dim);
+    require_load_fails(e.write("kten-test-strides.onnx"), {"initializer 'empty'"});
   }
   SECTION("external data outside the model's folder") {
     for (const char* location : {"../outside.bin", "/etc/passwd", "a/../../outside.bin"}) {

@@ -101,7 +101,18 @@ struct Loader {
   }
 
   // An initializer or a tensor attribute as a cpu() tensor; its data must fill its shape exactly.
+  // Whatever kten refuses in it (a shape whose strides overflow) is a FormatError too.
   Tensor tensor_of(const ::onnx::TensorProto& t, const std::string& what) const {
+    try {
+      return tensor_data(t, what);
+    } catch (const FormatError&) {
+      throw;
+    } catch (const Error& e) {
+      kten::detail::fail_within<FormatError>(op + ": " + what, e);
+    }
+  }
+
+  Tensor tensor_data(const ::onnx::TensorProto& t, const std::string& what) const {
     DType dtype;
     if (!kten_dtype(t.data_type(), dtype))
       bad(what, " has ONNX element type ", t.data_type(), " (", ::onnx::TensorProto_DataType_Name(t.data_type()),
