@@ -59,14 +59,15 @@ perf-mpi: build
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=$${OMP_PROC_BIND:-false} \
 	  mpiexec -n $(MPI_RANKS) $(BUILD)/perf/kten-perf-mpi --out $(BUILD)/perf-mpi $(ARGS)
 
-# libFuzzer on the parameter loader, the safetensors reader with load_state_dict, and the
-# checkpoint loader, for FUZZ_SECONDS each (60 by default; run longer by hand, e.g. `make fuzz
-# FUZZ_SECONDS=3600`): built in the clang-debug preset's tree (clang, ASan + UBSan, the library
-# with libFuzzer's coverage instrumentation), only the fuzzers and the seed writer; the corpora
-# (build/clang-debug/fuzz/corpus/<target>) are seeded with files from save(), save_safetensors()
-# and save_checkpoint(). Findings are written to build/clang-debug/fuzz/ (crash-*, leak-*) and make fails.
+# libFuzzer on the parameter loader, the safetensors reader with load_state_dict, the
+# checkpoint loader and the ONNX loader (KTEN_ENABLE_ONNX, on in the preset), for FUZZ_SECONDS
+# each (60 by default; run longer by hand, e.g. `make fuzz FUZZ_SECONDS=3600`): built in the
+# clang-debug preset's tree (clang, ASan + UBSan, the library with libFuzzer's coverage
+# instrumentation), only the fuzzers and the seed writer; the corpora
+# (build/clang-debug/fuzz/corpus/<target>) are seeded with files from save(), save_safetensors(),
+# save_checkpoint() and onnx::save(). Findings are written to build/clang-debug/fuzz/ (crash-*, leak-*) and make fails.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = load safetensors checkpoint
+FUZZ_TARGETS = load safetensors checkpoint onnx
 FUZZ_DIR = build/clang-debug/fuzz
 .PHONY: fuzz
 fuzz:

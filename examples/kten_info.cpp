@@ -10,6 +10,12 @@ int main(int argc, char* argv[]) {
     std::cout << "devices    :";
     for (const auto& d : kten::try_all_gpus()) std::cout << ' ' << d;
     std::cout << "  (try_gpu() = " << kten::try_gpu() << ")\n";
+    // ONNX operators kten::onnx::load supports, with their opsets
+    std::cout << "onnx ops   :";
+    if (!kten::onnx::available()) std::cout << " none (built without ONNX: KTEN_ENABLE_ONNX=OFF)";
+    for (const auto& op : kten::onnx::supported_ops())
+      std::cout << ' ' << op.name << '(' << op.first_opset << '-' << op.last_opset << ')';
+    std::cout << '\n';
   } catch (const kten::Error& e) {
     std::cerr << e.what() << '\n';
     return 1;

@@ -672,6 +672,46 @@ std::vector<PeerWorkload> peer_workloads() {
 }
 #undef LIBTORCH
 
+// --- ONNX (kten::onnx, issue 32): an imported model against the same model built from modules ----
+// The medium MLP written by kten::onnx::save and read back by load(): an Adam training step and
+// forward passes of batch 1 and 4096, each beside the Sequential itself.
+void register_onnx() {
+  if (!kten::onnx::available()) return;
+  const kten::perf::MlpShape s = kten::perf::mlp_shapes(config.quick)[1];
+  const auto model_of = [s](bool imported) -> std::shared_ptr<kten::nn::Module> {
+    auto seq = std::make_shared<kten::nn::Sequential>(kten_mlp(s));
+    if (!imported) return seq;
+    const auto path = std::filesystem::temp_directory_path() / ("kten-perf-mlp-" + std::to_string(getpid()) + ".onnx");
+    kten::onnx::save(path.string(), *seq, {kten::zeros({1, s.in}, config.device)});
+    auto net = std::make_shared<kten::onnx::Model>(kten::onnx::load(path.string(), config.device));
+    std::filesystem::remove(path);
+    return net;
+  };
+  for (bool imported : {false, true}) {
+    const std::string kind = imported ? "onnx" : "modules";
+    benchmark::RegisterBenchmark(("onnx/mlp_step_" + kind).c_str(), [=](benchmark::State& state) {
+      auto model = model_of(imported);
+      kten::optim::Adam adam(1e-3);
+      auto X = kten::rand({s.batch, s.in}, config.device, 4), Y = kten::rand({s.batch, s.out}, config.device, 5);
+      timed(state, config.device, 1, [&] {
+        adam.zero_grad(*model);
+        kten::nn::MSELoss()((*model)(X), Y).backward();
+        adam.step(*model);
+      });
+    });
+    for (std::int64_t batch : {std::int64_t(1), std::int64_t(4096)})
+      benchmark::RegisterBenchmark(("onnx/mlp_inference" + std::to_string(batch) + "_" + kind).c_str(),
+                                   [=](benchmark::State& state) {
+                                     auto model = model_of(imported);
+                                     auto X = kten::rand({batch, s.in}, config.device, 4);
+                                     timed(state, config.device, 1, [&] {
+                                       kten::NoGradGuard no_grad;
+                                       (*model)(X);
+                                     });
+                                   });
+  }
+}
+
 void register_peer_workloads() {
   for (const auto& w : peer_workloads())
     benchmark::RegisterBenchmark(("peer/" + w.name + "/kten").c_str(), [w](benchmark::State& state) {
@@ -1160,6 +1200,7 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
   register_training_step();
   register_gpu_rows();
   register_peer_workloads();
+  register_onnx();  // kten::onnx (issue 32)
 #ifdef KTEN_PERF_LIBTORCH
   register_libtorch();
 #endif
@@ -1276,6 +1317,14 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
   // gather writes 4x what it reads: the copy (one read, one write) is its limit, not a read.
   rows.push_back({"scatter_gather_vs_copy", "gather of 262k nodes x 64 features onto 1M edges, least bytes/s vs a copy",
                   ">= 0.50", ratio(rate("graph/gather"), copy.first), true});
+  // kten::onnx (issue 32): the imported medium MLP against the same Sequential
+  rows.push_back({"onnx_mlp_step_vs_modules", "medium MLP Adam step, imported from ONNX / built from kten modules",
+                  "<= 1.10", ratio(seconds("onnx/mlp_step_onnx"), seconds("onnx/mlp_step_modules"))});
+  for (const char* batch : {"1", "4096"})
+    rows.push_back({std::string("onnx_mlp_inference") + batch + "_vs_modules",
+                    std::string("medium MLP forward, batch ") + batch + ", imported from ONNX / built from kten modules", "<= 1.10",
+                    ratio(seconds(std::string("onnx/mlp_inference") + batch + "_onnx"),
+                          seconds(std::string("onnx/mlp_inference") + batch + "_modules"))});
   if (config.device.is_gpu() && !kten::gpus_are_emulated()) {
     rows.push_back({"launch_overhead_us", "one small op, launch to completion, minus a raw CUDA launch (microseconds)",
                      "<= 2", (seconds("launch/kten") - seconds("launch/raw")) * 1e6});

@@ -26,6 +26,17 @@ int main(int argc, char* argv[]) {
     std::cout << "guard owns Kokkos: " << std::boolalpha << guard.owns_kokkos()
               << ", tensor shares the View: " << (t.data() == field.data()) << '\n';
     if (std::fabs(total - expected) > 1e-9 || guard.owns_kokkos() || t.data() != field.data()) status = 1;
+    // kten::onnx links through kten::kten alone (ktenConfig.cmake finds ONNX and protobuf): a
+    // Linear written and read back computes the same.
+    if (kten::onnx::available()) {
+      kten::nn::Linear fc(3, 2);
+      const kten::Tensor x = kten::ones({4, 3});
+      kten::onnx::save("consumer-linear.onnx", fc, {x});
+      auto net = kten::onnx::load("consumer-linear.onnx");
+      const double diff = kten::max(kten::abs(net(x) - fc(x))).item<double>();
+      std::cout << "ONNX round trip of a Linear: largest difference " << diff << '\n';
+      if (diff != 0) status = 1;
+    }
   }
   Kokkos::finalize();
   return status;

@@ -95,7 +95,9 @@ Sigmoid::Sigmoid() : Activation("Sigmoid", [](const Tensor& x) { return sigmoid(
 GELU::GELU() : Activation("GELU", [](const Tensor& x) { return gelu(x); }) {}
 SiLU::SiLU() : Activation("SiLU", [](const Tensor& x) { return silu(x); }) {}
 Softplus::Softplus(double beta, double threshold)
-    : Activation("Softplus", [beta, threshold](const Tensor& x) { return softplus(x, beta, threshold); }) {}
+    : Activation("Softplus", [beta, threshold](const Tensor& x) { return softplus(x, beta, threshold); }),
+      beta_(beta),
+      threshold_(threshold) {}
 
 // --- LayerNorm ---------------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 // Writes the fuzzers' seed corpora into the directory given: load/ holds files made by save(),
 // safetensors/ files made by save_safetensors(), checkpoint/ files made by save_checkpoint() (SGD
 // with momentum and Adam, after a step), from the models in fuzz_models.hpp (float32 and
-// float64, eager and lazily shaped by a first input), and one safetensors file of every dtype
-// with metadata.
+// float64, eager and lazily shaped by a first input), one safetensors file of every dtype
+// with metadata, and onnx/ files made by kten::onnx::save() (with KTEN_ENABLE_ONNX).
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -37,6 +37,21 @@ int main(int argc, char* argv[]) {
       optimizer->step(model);
       kten::save_checkpoint((checkpoint / ("seed-" + optimizer->kind() + "-" + name + ".ckpt")).string(), model, *optimizer, 1);
     }
+  }
+  // ONNX files (kten::onnx::save) of the eager model and of one with LayerNorm and the activations.
+  if (kten::onnx::available()) {
+    const std::filesystem::path onnx = std::filesystem::path(argv[1]) / "onnx";
+    std::filesystem::create_directories(onnx);
+    auto eager = kten::fuzz::eager_model(kten::float32);
+    kten::onnx::save((onnx / "seed-eager.onnx").string(), eager, {kten::ones({2, 3})});
+    kten::nn::Sequential mixed;
+    mixed.add(kten::nn::Linear(3, 4, {true, kten::float32, 5}));
+    mixed.add(kten::nn::LayerNorm(4));
+    mixed.add(kten::nn::GELU());
+    mixed.add(kten::nn::SiLU());
+    mixed.add(kten::nn::Softplus(2.0));
+    mixed.add(kten::nn::Linear(4, 3, {false, kten::float32, 6}));
+    kten::onnx::save((onnx / "seed-mixed.onnx").string(), mixed, {kten::ones({2, 3})});
   }
   const kten::Tensor x = kten::arange(6).reshape({2, 3});
   kten::io::save_safetensors((safetensors / "seed-dtypes.safetensors").string(),

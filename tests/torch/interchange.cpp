@@ -7,6 +7,8 @@
 //                                                         compute PyTorch's outputs
 //   kten-torch-interchange to-torch PYTHON SCRIPT DIR     kten trains and saves a model; PyTorch
 //                                                         loads it and must compute kten's outputs
+//   kten-torch-interchange onnx PYTHON SCRIPT DIR         PyTorch exports an MLP as ONNX; kten loads,
+//                                                         runs, trains and re-exports it (onnx_from_torch)
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -152,12 +154,90 @@ void to_torch(const std::string& dir, const kten::Device& device) {
   }
 }
 
+// --- ONNX (kten::onnx, issue 32) ----------------------------------------------------------------
+// PyTorch exports an MLP (Linear, LayerNorm, SiLU, Softplus; dynamic batch) in evaluation mode
+// (opset 17) and in training mode (opset 13); kten loads each and must give PyTorch's outputs,
+// parameter gradients of an MSE loss, and parameters after three Adam steps; then kten writes the
+// trained model and a Sequential of its own layers, which reload to the same outputs and which
+// onnx.checker accepts. A small attention block checks outputs and gradients too.
+
+// |got - want| <= tol * max(1, the largest |want|) everywhere (relative to the largest element).
+bool close_to_largest(const std::string& what, const kten::Tensor& got, const kten::Tensor& want, double tol) {
+  const auto w = want.astype(kten::float64).to_vector<double>();
+  double largest = 1;
+  for (double v : w) largest = std::max(largest, std::fabs(v));
+  return close(what, got, want, 0, tol * largest);
+}
+
+bool onnx_from_torch(const std::string& python, const std::string& script, const std::string& dir, const kten::Device& device) {
+  if (!run_python(python, script, "onnx-export", dir)) return false;
+  bool ok = true;
+  for (const std::string mode : {"eval", "train"}) {
+    auto net = kten::onnx::load(dir + "/mlp-" + mode + ".onnx", device);
+    const auto ref = kten::io::load_safetensors(dir + "/mlp-" + mode + "-ref.safetensors", device);
+    const kten::Tensor x = find(ref, "x"), target = find(ref, "target");
+    std::cout << mode << ": opset " << net.opset() << ", " << net.named_parameters().size() << " parameters\n";
+    ok = close_to_largest(mode + ": outputs (batch 7, exported with 4)", net(x), find(ref, "y"), 1e-4) && ok;
+    net.zero_grad();
+    kten::nn::MSELoss()(net(x), target).backward();
+    for (const auto& p : net.named_parameters())
+      ok = close_to_largest(mode + ": gradient of " + p.name, p.slot->value.grad(), find(ref, "grad." + p.name), 1e-4) && ok;
+    net.zero_grad();
+    kten::optim::Adam adam(1e-2);
+    for (int step = 0; step < 3; ++step) {
+      adam.zero_grad(net);
+      kten::nn::MSELoss()(net(x), target).backward();
+      adam.step(net);
+    }
+    for (const auto& p : net.named_parameters())
+      ok = close(mode + ": " + p.name + " after three Adam steps", p.slot->value, find(ref, "after." + p.name), 0, 1e-5) && ok;
+    // Re-export with the trained weights; the file reloads to the same outputs.
+    kten::onnx::save(dir + "/kten-mlp-" + mode + ".onnx", net);
+    auto again = kten::onnx::load(dir + "/kten-mlp-" + mode + ".onnx", device);
+    kten::NoGradGuard no_grad;
+    ok = close(mode + ": re-exported model's outputs", again(x), net(x), 0, 0) && ok;
+  }
+  // A small attention block (batch and length dynamic; shape arithmetic, Range, Sin, Cos, Split,
+  // batched MatMul, Softmax, LeakyRelu): outputs and gradients, and no device synchronisation.
+  {
+    auto net = kten::onnx::load(dir + "/attention-eval.onnx", device);
+    const auto ref = kten::io::load_safetensors(dir + "/attention-eval-ref.safetensors", device);
+    const kten::Tensor x = find(ref, "x"), target = find(ref, "target");
+    ok = close_to_largest("attention: outputs (3 x 6, exported with 2 x 5)", net(x), find(ref, "y"), 1e-4) && ok;
+    kten::reset_stats();
+    const kten::Tensor loss = kten::nn::MSELoss()(net(x), target);
+    loss.backward();
+    std::cout << "attention: forward and backward made " << kten::stats().host_syncs << " host synchronisations\n";
+    ok = kten::stats().host_syncs == 0 && ok;
+    for (const auto& p : net.named_parameters())
+      ok = close_to_largest("attention: gradient of " + p.name, p.slot->value.grad(), find(ref, "grad." + p.name), 1e-4) && ok;
+  }
+  // kten's own layers, written by save() and read back.
+  kten::nn::Sequential seq;
+  seq.add(kten::nn::Linear(5, 8, {true, kten::float32, 1}));
+  seq.add(kten::nn::LayerNorm(8));
+  seq.add(kten::nn::SiLU());
+  seq.add(kten::nn::Linear(8, 8, {true, kten::float32, 2}));
+  seq.add(kten::nn::GELU());
+  seq.add(kten::nn::Softplus(2.0));
+  seq.add(kten::nn::Tanh());
+  seq.add(kten::nn::Linear(8, 2, {true, kten::float32, 3}));
+  seq.to(device);
+  seq.eval();
+  const kten::Tensor x = kten::randn({6, 5}, device, 5);
+  kten::onnx::save(dir + "/kten-sequential.onnx", seq, {kten::randn({3, 5}, device, 4)});
+  auto loaded = kten::onnx::load(dir + "/kten-sequential.onnx", device);
+  kten::NoGradGuard no_grad;
+  ok = close("kten's Sequential written and read back (batch 6, written with 3)", loaded(x), seq(x), 1e-6, 1e-6) && ok;
+  return run_python(python, script, "onnx-check", dir) && ok;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
   kten::test::configure_run();
-  if (argc != 5 || (std::string(argv[1]) != "from-torch" && std::string(argv[1]) != "to-torch")) {
-    std::cerr << "usage: " << argv[0] << " from-torch|to-torch PYTHON SCRIPT DIR\n";
+  if (argc != 5 || (std::string(argv[1]) != "from-torch" && std::string(argv[1]) != "to-torch" && std::string(argv[1]) != "onnx")) {
+    std::cerr << "usage: " << argv[0] << " from-torch|to-torch|onnx PYTHON SCRIPT DIR\n";
     return 2;
   }
   kten::ScopeGuard guard;
@@ -167,6 +247,7 @@ int main(int argc, char* argv[]) {
   std::filesystem::create_directories(dir);
   std::cout << "kten-torch-interchange " << command << " on " << device.str() << ", files in " << dir << "\n";
   try {
+    if (command == "onnx") return onnx_from_torch(python, script, dir, device) ? 0 : 1;
     if (command == "from-torch") return run_python(python, script, "save", dir) && from_torch(dir, device) ? 0 : 1;
     to_torch(dir, device);
     return run_python(python, script, "check", dir) ? 0 : 1;

@@ -124,10 +124,92 @@ def check(folder):
     return failures
 
 
+# --- ONNX (kten::onnx, issue 32): PyTorch exports an MLP; the ONNX checker judges kten's files ---
+
+def onnx_mlp():
+    """Linear, LayerNorm, SiLU, Softplus: the MLP of the ONNX tests."""
+    torch.manual_seed(3)
+    return torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.LayerNorm(16), torch.nn.SiLU(),
+                               torch.nn.Linear(16, 16), torch.nn.Softplus(), torch.nn.Linear(16, 3))
+
+
+class OnnxAttention(torch.nn.Module):
+    """A small attention block: positions (Range, Sin, Cos), Split, Reshape from Shape arithmetic,
+    Transpose, batched MatMul, Softmax, LayerNormalization, ReduceMean; batch and length dynamic."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(4)
+        self.qkv = torch.nn.Linear(8, 24)
+        self.out = torch.nn.Linear(8, 8)
+        self.norm = torch.nn.LayerNorm(8)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        pos = torch.arange(t, dtype=x.dtype).unsqueeze(1)
+        x = x + torch.sin(pos) + torch.cos(pos * 0.5)
+        q, k, v = self.qkv(x).split(8, dim=-1)
+        q, k, v = (z.reshape(b, t, 2, 4).transpose(1, 2) for z in (q, k, v))
+        att = torch.softmax(q @ k.transpose(-1, -2) / 2.0, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        return torch.nn.functional.leaky_relu(self.norm(x + self.out(y)), 0.1).mean(dim=1)
+
+
+def onnx_export(folder):
+    """For each mode: mlp-<mode>.onnx (batch 4 at export, a dynamic axis) and mlp-<mode>-ref.safetensors:
+    x and target (batch 7), PyTorch's y, the MSE loss's parameter gradients (grad.<name>) and the
+    parameters after three Adam steps (after.<name>), names as the ONNX initializers'. Evaluation
+    mode at opset 17 (LayerNormalization), training mode at opset 13 (LayerNorm decomposed)."""
+    from torch.onnx import TrainingMode
+    for mode, opset in (("eval", 17), ("train", 13)):
+        net = onnx_mlp()
+        net.train(mode == "train")
+        torch.onnx.export(net, torch.randn(4, 5), f"{folder}/mlp-{mode}.onnx", opset_version=opset,
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                          training=TrainingMode.TRAINING if mode == "train" else TrainingMode.EVAL,
+                          do_constant_folding=mode != "train")
+        x, target = torch.randn(7, 5), torch.randn(7, 3)
+        ref = {"x": x, "target": target, "y": net(x).detach()}
+        torch.nn.functional.mse_loss(net(x), target).backward()
+        ref.update({f"grad.{n}": p.grad.clone() for n, p in net.named_parameters()})
+        adam = torch.optim.Adam(net.parameters(), lr=1e-2)
+        for _ in range(3):
+            adam.zero_grad()
+            torch.nn.functional.mse_loss(net(x), target).backward()
+            adam.step()
+        ref.update({f"after.{n}": p.detach().clone() for n, p in net.named_parameters()})
+        save_file(ref, f"{folder}/mlp-{mode}-ref.safetensors")
+    net = OnnxAttention().eval()
+    torch.onnx.export(net, torch.randn(2, 5, 8), f"{folder}/attention-eval.onnx", opset_version=17,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch", 1: "length"}, "y": {0: "batch"}},
+                      do_constant_folding=False)  # folding would store qkv.weight transposed as onnx::MatMul_<n>
+    x, target = torch.randn(3, 6, 8), torch.randn(3, 8)
+    ref = {"x": x, "target": target, "y": net(x).detach()}
+    torch.nn.functional.mse_loss(net(x), target).backward()
+    ref.update({f"grad.{n}": p.grad.clone() for n, p in net.named_parameters()})
+    save_file(ref, f"{folder}/attention-eval-ref.safetensors")
+    return 0
+
+
+def onnx_check(folder):
+    """onnx.checker (full check, with shape inference) on every kten-*.onnx that kten wrote."""
+    import glob
+    import onnx
+    files = sorted(glob.glob(f"{folder}/kten-*.onnx"))
+    for path in files:
+        onnx.checker.check_model(onnx.load(path), full_check=True)
+        print(f"onnx.checker accepts {path}")
+    return 0 if files else 1
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     command, folder = sys.argv[1:]
     if command == "save":
         save(folder)
+    elif command == "onnx-export":
+        sys.exit(onnx_export(folder))
+    elif command == "onnx-check":
+        sys.exit(onnx_check(folder))
     else:
         sys.exit(1 if check(folder) else 0)

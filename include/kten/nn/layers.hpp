@@ -119,6 +119,13 @@ class Softplus : public Activation {
  public:
   /// \brief The layer, with PyTorch's defaults beta 1 and threshold 20.
   explicit Softplus(double beta = 1, double threshold = 20);
+  /// \brief The sharpness beta.
+  double beta() const { return beta_; }
+  /// \brief Above beta x > threshold the layer returns x.
+  double threshold() const { return threshold_; }
+
+ private:
+  double beta_, threshold_;
 };
 
 /// \brief Layer normalisation over the last axis (PyTorch's LayerNorm with one normalised

@@ -1,0 +1,430 @@
+// kten::onnx::load: reads an ONNX file with the ONNX project's protobuf classes, checks it (kten's
+// own checks first, so that a fault is a FormatError naming the node and op, then ONNX's checker),
+// and plans it once: topological order, constants folded, where each value lives (the model's
+// device, or the host for shape arithmetic), and when each intermediate is freed.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <kten/nn/layers.hpp>
+#include <kten/onnx.hpp>
+
+#include "core/checked.hpp"
+#include "core/fail.hpp"
+#include "graph.hpp"
+#include "io/files.hpp"
+
+namespace kten::onnx::detail {
+
+using kten::detail::fail;
+
+int onnx_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return ::onnx::TensorProto_DataType_FLOAT;
+    case DType::float64: return ::onnx::TensorProto_DataType_DOUBLE;
+    case DType::int64: return ::onnx::TensorProto_DataType_INT64;
+    case DType::boolean: return ::onnx::TensorProto_DataType_BOOL;
+  }
+  return ::onnx::TensorProto_DataType_UNDEFINED;
+}
+
+bool kten_dtype(int code, DType& dtype) {
+  switch (code) {
+    case ::onnx::TensorProto_DataType_FLOAT: dtype = DType::float32; return true;
+    case ::onnx::TensorProto_DataType_DOUBLE: dtype = DType::float64; return true;
+    case ::onnx::TensorProto_DataType_INT64: dtype = DType::int64; return true;
+    case ::onnx::TensorProto_DataType_BOOL: dtype = DType::boolean; return true;
+    default: return false;
+  }
+}
+
+namespace {
+
+// Every message of this file names onnx::load('<path>') as its op.
+struct Loader {
+  std::string op;
+  std::filesystem::path folder;
+
+  template <class... Parts>
+  [[noreturn]] void bad(const Parts&... parts) const {
+    fail<FormatError>(op, parts...);
+  }
+
+  // "node 'name' (Op)" for messages.
+  static std::string node_str(const ::onnx::NodeProto& n, int index) {
+    return "node '" + (n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name()) + "' (" + n.op_type() + ")";
+  }
+
+  // The bytes of an external initializer, from a file inside the model's folder.
+  std::string external_bytes(const ::onnx::TensorProto& t, const std::string& what) const {
+    std::string location;
+    std::int64_t offset = 0, length = -1;
+    for (const auto& entry : t.external_data()) {
+      try {
+        if (entry.key() == "location") location = entry.value();
+        else if (entry.key() == "offset") offset = std::stoll(entry.value());
+        else if (entry.key() == "length") length = std::stoll(entry.value());
+      } catch (const std::exception&) {
+        bad(what, ": its external data's ", entry.key(), " '", entry.value(), "' is not a number");
+      }
+    }
+    const std::filesystem::path rel(location);
+    if (location.empty()) bad(what, ": its external data has no location");
+    const std::filesystem::path normal = rel.lexically_normal();
+    if (rel.is_absolute() || rel.has_root_name() || normal.empty() || *normal.begin() == "..")
+      bad(what, ": its external data '", location, "' is outside the model's folder; kten reads only files beside the model or below it");
+    std::error_code ec;
+    const auto base = std::filesystem::weakly_canonical(folder, ec);
+    const auto file = std::filesystem::weakly_canonical(folder / normal, ec);
+    const auto inside = std::mismatch(base.begin(), base.end(), file.begin(), file.end());
+    if (ec || inside.first != base.end())
+      bad(what, ": its external data '", location, "' leads outside the model's folder (a link?); kten reads only files inside it");
+    std::ifstream in(file, std::ios::binary | std::ios::ate);
+    if (!in) bad(what, ": cannot open its external data file '", location, "'");
+    const std::int64_t size = static_cast<std::int64_t>(in.tellg());
+    if (length < 0) length = size - offset;
+    if (offset < 0 || length < 0 || offset > size || length > size - offset)
+      bad(what, ": its external data (offset ", offset, ", length ", length, ") lies outside the ", size, "-byte file '", location, "'");
+    std::string bytes(static_cast<std::size_t>(length), '\0');
+    in.seekg(offset);
+    in.read(bytes.data(), length);
+    if (!in) bad(what, ": cannot read its external data from '", location, "'");
+    return bytes;
+  }
+
+  // An initializer or a tensor attribute as a cpu() tensor; its data must fill its shape exactly.
+  // Whatever kten refuses in it (a shape whose strides overflow) is a FormatError too.
+  Tensor tensor_of(const ::onnx::TensorProto& t, const std::string& what) const {
+    try {
+      return tensor_data(t, what);
+    } catch (const FormatError&) {
+      throw;
+    } catch (const Error& e) {
+      kten::detail::fail_within<FormatError>(op + ": " + what, e);
+    }
+  }
+
+  Tensor tensor_data(const ::onnx::TensorProto& t, const std::string& what) const {
+    DType dtype;
+    if (!kten_dtype(t.data_type(), dtype))
+      bad(what, " has ONNX element type ", t.data_type(), " (", ::onnx::TensorProto_DataType_Name(t.data_type()),
+          "), which kten does not support (float, double, int64, bool)");
+    Shape shape(t.dims().begin(), t.dims().end());
+    std::int64_t numel = 1;
+    for (std::int64_t d : shape) {
+      const auto product = kten::detail::checked_mul(numel, d);
+      if (d < 0 || !product) bad(what, " has an invalid shape ", shape);
+      numel = *product;
+    }
+    const std::size_t width = dtype == DType::boolean ? 1 : dtype == DType::float32 ? 4 : 8;
+    std::string raw;
+    const bool external = t.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL;
+    if (external) raw = external_bytes(t, what);
+    else if (t.has_raw_data()) raw = t.raw_data();
+    if (external || t.has_raw_data()) {
+      if (numel > std::numeric_limits<std::int64_t>::max() / 8 || raw.size() != static_cast<std::size_t>(numel) * width)
+        bad(what, " holds ", raw.size(), " bytes of data for its shape ", shape, " of ", numel, " ", dtype,
+            " elements (", static_cast<std::size_t>(numel) * width, " bytes)");
+      const auto n = static_cast<std::size_t>(numel);
+      switch (dtype) {
+        case DType::float32: { std::vector<float> v(n); std::memcpy(v.data(), raw.data(), raw.size()); return tensor(v, shape); }
+        case DType::float64: { std::vector<double> v(n); std::memcpy(v.data(), raw.data(), raw.size()); return tensor(v, shape); }
+        case DType::int64: { std::vector<std::int64_t> v(n); std::memcpy(v.data(), raw.data(), raw.size()); return tensor(v, shape); }
+        case DType::boolean: { std::vector<bool> v(n); for (std::size_t i = 0; i < n; ++i) v[i] = raw[i] != 0; return tensor(v, shape); }
+      }
+    }
+    const auto check_count = [&](int count) {
+      if (count != numel) bad(what, " holds ", count, " values for its shape ", shape, " of ", numel, " elements");
+    };
+    switch (dtype) {
+      case DType::float32: check_count(t.float_data_size()); return tensor(std::vector<float>(t.float_data().begin(), t.float_data().end()), shape);
+      case DType::float64: check_count(t.double_data_size()); return tensor(std::vector<double>(t.double_data().begin(), t.double_data().end()), shape);
+      case DType::int64: check_count(t.int64_data_size()); return tensor(std::vector<std::int64_t>(t.int64_data().begin(), t.int64_data().end()), shape);
+      case DType::boolean: check_count(t.int32_data_size()); return tensor(std::vector<bool>(t.int32_data().begin(), t.int32_data().end()), shape);
+    }
+    bad(what, ": unreachable dtype");
+  }
+
+  Attribute attribute_of(const ::onnx::AttributeProto& a, const std::string& where) const {
+    Attribute out;
+    const std::string what = where + "'s attribute '" + a.name() + "'";
+    switch (a.type()) {
+      case ::onnx::AttributeProto_AttributeType_INT: out.kind = Attribute::integer; out.i = a.i(); break;
+      case ::onnx::AttributeProto_AttributeType_FLOAT: out.kind = Attribute::real; out.f = a.f(); break;
+      case ::onnx::AttributeProto_AttributeType_STRING: out.kind = Attribute::text; out.s = a.s(); break;
+      case ::onnx::AttributeProto_AttributeType_INTS: out.kind = Attribute::integers; out.ints.assign(a.ints().begin(), a.ints().end()); break;
+      case ::onnx::AttributeProto_AttributeType_FLOATS: out.kind = Attribute::reals; out.floats.assign(a.floats().begin(), a.floats().end()); break;
+      case ::onnx::AttributeProto_AttributeType_TENSOR: out.kind = Attribute::tensor; out.t = tensor_of(a.t(), what); break;
+      default: bad(what, " is of a kind kten does not support (", ::onnx::AttributeProto_AttributeType_Name(a.type()), ")");
+    }
+    return out;
+  }
+};
+
+// The default domain's opset the model imports.
+int default_opset(const ::onnx::ModelProto& m, const Loader& l) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
+  l.bad("the model imports no opset of the default ONNX domain");
+}
+
+// Registers each float initializer as a parameter under its ONNX name: "a.b.c" is the parameter
+// "c" of the child "b" of the child "a" (plain containers), so qualified names are the ONNX names.
+class Scope : public nn::Module {
+ public:
+  explicit Scope(const Device& device) { set_device(device); }
+  Tensor forward(const Tensor&) override { kten::detail::fail("onnx::Model", "a scope of parameter names is not a layer"); }
+  std::string name() const override { return "onnx::Scope"; }
+};
+
+}  // namespace
+
+}  // namespace kten::onnx::detail
+
+namespace kten::onnx {
+
+using kten::detail::fail;
+using namespace detail;
+
+Model::Model(std::shared_ptr<detail::Graph> graph) : graph_(std::move(graph)) {
+  set_device(graph_->device);
+  const std::string op = "onnx::load('" + graph_->path + "')";
+  for (Value& v : graph_->values) {
+    if (v.source != Source::parameter) continue;
+    std::vector<std::string> parts;
+    std::stringstream names(v.name);
+    for (std::string part; std::getline(names, part, '.');) parts.push_back(part);
+    if (v.name.empty() || v.name.back() == '.' || std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
+      fail<FormatError>(op, "initializer '", v.name, "' has an empty part between its dots, so it cannot be a parameter's qualified name");
+    nn::Module* owner = this;
+    try {
+      for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        std::shared_ptr<nn::Module> child;
+        for (const auto& [name, module] : owner->named_children())
+          if (name == parts[i]) child = module;
+        if (!child) child = owner->register_module(parts[i], std::make_shared<Scope>(graph_->device));
+        if (!dynamic_cast<Scope*>(child.get())) fail<FormatError>(op, "initializer '", v.name, "': '", parts[i], "' is taken");
+        owner = child.get();
+      }
+      v.parameter = owner->register_parameter(parts.back(), v.parameter);
+    } catch (const FormatError&) {
+      throw;
+    } catch (const Error& e) {
+      kten::detail::fail_within<FormatError>(op + ": initializer '" + v.name + "'", e);
+    }
+  }
+  train(graph_->trained_export);
+}
+
+Model load(const std::string& path, const Device& device) {
+  Loader l{"onnx::load('" + path + "')", std::filesystem::path(path).parent_path()};
+  if (l.folder.empty()) l.folder = ".";
+  std::string bytes;
+  {
+    const kten::detail::InputFile file(path, l.op);
+    if (file.size() > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+      l.bad("the file is ", file.size(), " bytes; a protobuf holds at most 2 GiB (store large initializers as external data)");
+    bytes.resize(static_cast<std::size_t>(file.size()));
+    file.read(0, bytes.data(), bytes.size());
+  }
+  auto proto = std::make_shared<::onnx::ModelProto>();
+  if (bytes.empty() || !proto->ParseFromString(bytes))
+    l.bad("the file is not an ONNX model (a malformed or truncated protobuf)");
+  if (!proto->has_graph()) l.bad("the model has no graph (a truncated file?)");
+  const ::onnx::GraphProto& g = proto->graph();
+
+  auto graph = std::make_shared<Graph>();
+  graph->path = path;
+  graph->device = device;
+  graph->proto = proto;
+  graph->seed = nn::next_seed();
+  graph->opset = default_opset(*proto, l);
+  if (graph->opset < 13 || graph->opset > 17)
+    l.bad("the model's opset is ", graph->opset, "; kten imports opsets 13 to 17 (torch.onnx.export(..., opset_version=17))");
+
+  // Values: initializers, graph inputs, node outputs, each defined once.
+  std::unordered_map<std::string, int> index;
+  const auto define = [&](const std::string& name, Source source, const std::string& by) {
+    if (name.empty()) l.bad(by, " defines a value with an empty name");
+    if (!index.emplace(name, static_cast<int>(graph->values.size())).second)
+      l.bad(by, " defines '", name, "', which is already defined (ONNX values are assigned once)");
+    graph->values.push_back(Value{name, source});
+    return static_cast<int>(graph->values.size()) - 1;
+  };
+  for (const auto& t : g.initializer()) {
+    const std::string what = "initializer '" + t.name() + "'";
+    Tensor value = l.tensor_of(t, what);
+    const bool learnable = is_floating(value.dtype());
+    const int v = define(t.name(), learnable ? Source::parameter : Source::constant, what);
+    if (learnable) graph->values[v].parameter = value.to(device);
+    else graph->values[v].constant = value;
+  }
+  for (const auto& input : g.input()) {
+    if (index.count(input.name())) continue;  // an initializer listed as an input (IR < 4)
+    const std::string what = "graph input '" + input.name() + "'";
+    if (!input.type().has_tensor_type()) l.bad(what, " is not a tensor");
+    DType dtype;
+    if (!kten_dtype(input.type().tensor_type().elem_type(), dtype))
+      l.bad(what, " has ONNX element type ", input.type().tensor_type().elem_type(), ", which kten does not support (float, double, int64, bool)");
+    Shape shape;
+    for (const auto& d : input.type().tensor_type().shape().dim()) shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    graph->inputs.push_back(Input{define(input.name(), Source::input, what), dtype, shape});
+  }
+
+  // Nodes: supported, well-formed, every input defined somewhere.
+  std::vector<Node> nodes;
+  std::vector<std::vector<std::string>> input_names;
+  for (int k = 0; k < g.node_size(); ++k) {
+    const auto& n = g.node(k);
+    const std::string where = Loader::node_str(n, k);
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      l.bad(where, " is in the domain '", n.domain(), "', which kten does not support (only ONNX's default domain)");
+    const OpImpl* impl = find_impl(n.op_type());
+    if (!impl) l.bad(where, ": the operator '", n.op_type(), "' is not supported (kten-info lists those that are)");
+    if (graph->opset < impl->first_opset || graph->opset > impl->last_opset)
+      l.bad(where, ": '", n.op_type(), "' is supported at opsets ", impl->first_opset, " to ", impl->last_opset, ", not ", graph->opset);
+    int given = n.input_size();
+    while (given > 0 && n.input(given - 1).empty()) --given;  // trailing optional inputs left out
+    if (given < impl->min_inputs || given > impl->max_inputs)
+      l.bad(where, " has ", given, " inputs; '", n.op_type(), "' takes ", impl->min_inputs, " to ", impl->max_inputs);
+    if (n.output_size() < 1 || n.output_size() > impl->max_outputs)
+      l.bad(where, " has ", n.output_size(), " outputs; '", n.op_type(), "' gives 1 to ", impl->max_outputs);
+    Node node;
+    node.name = n.name().empty() ? n.op_type() + "_" + std::to_string(k) : n.name();
+    node.op_type = n.op_type();
+    node.impl = impl;
+    for (const auto& a : n.attribute()) node.attributes[a.name()] = l.attribute_of(a, where);
+    input_names.emplace_back(n.input().begin(), n.input().begin() + given);
+    for (const auto& out : n.output()) node.outputs.push_back(out.empty() ? -1 : define(out, Source::device, where));
+    nodes.push_back(std::move(node));
+  }
+  for (std::size_t k = 0; k < nodes.size(); ++k)
+    for (const std::string& name : input_names[k]) {
+      if (name.empty()) {
+        nodes[k].inputs.push_back(-1);
+        continue;
+      }
+      const auto it = index.find(name);
+      if (it == index.end())
+        l.bad(Loader::node_str(g.node(static_cast<int>(k)), static_cast<int>(k)), " reads '", name,
+              "', which no graph input, initializer or node defines");
+      nodes[k].inputs.push_back(it->second);
+    }
+  for (const auto& out : g.output()) {
+    const auto it = index.find(out.name());
+    if (it == index.end()) l.bad("graph output '", out.name(), "' is not defined by any node, input or initializer");
+    graph->outputs.push_back(it->second);
+    graph->values[it->second].output = true;
+  }
+  for (const Node& n : nodes)
+    if (n.impl->check) {
+      try {
+        n.impl->check(n);
+      } catch (const Error& e) {
+        kten::detail::fail_within<FormatError>(l.op, e);
+      }
+    }
+
+  // Topological order (Kahn's, keeping the file's order among ready nodes); what is left is a cycle.
+  std::vector<int> producer(graph->values.size(), -1);
+  for (std::size_t k = 0; k < nodes.size(); ++k)
+    for (int v : nodes[k].outputs)
+      if (v >= 0) producer[v] = static_cast<int>(k);
+  std::vector<int> waiting(nodes.size(), 0);
+  std::vector<std::vector<int>> consumers(nodes.size());
+  for (std::size_t k = 0; k < nodes.size(); ++k)
+    for (int v : nodes[k].inputs)
+      if (v >= 0 && producer[v] >= 0) {
+        ++waiting[k];
+        consumers[producer[v]].push_back(static_cast<int>(k));
+      }
+  std::set<int> ready;
+  for (std::size_t k = 0; k < nodes.size(); ++k)
+    if (waiting[k] == 0) ready.insert(static_cast<int>(k));
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int k = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(k);
+    for (int c : consumers[k])
+      if (--waiting[c] == 0) ready.insert(c);
+  }
+  if (order.size() != nodes.size()) {
+    std::size_t k = 0;
+    while (waiting[k] == 0) ++k;
+    l.bad(Loader::node_str(g.node(static_cast<int>(k)), static_cast<int>(k)), " is on a cycle: its inputs depend on its own output");
+  }
+
+  // ONNX's checker, now that kten's own checks have named what they can.
+  try {
+    ::onnx::checker::check_model(path);  // the path form finds external data beside the model
+  } catch (const std::exception& e) {
+    l.bad("the ONNX checker rejects the model: ", e.what());
+  }
+
+  // Plan: fold constants on the host, place the rest, note last uses.
+  for (int k : order) {
+    Node& n = nodes[k];
+    if (n.op_type == "Dropout") {
+      const auto mode = n.inputs.size() > 2 ? n.inputs[2] : -1;
+      if (mode >= 0 && graph->values[mode].source == Source::constant && graph->values[mode].constant.numel() == 1 &&
+          graph->values[mode].constant.astype(float64).item<double>() != 0)
+        graph->trained_export = true;
+    }
+    bool all_constant = true, all_host = !n.inputs.empty();
+    for (int v : n.inputs) {
+      if (v < 0) continue;
+      all_constant = all_constant && graph->values[v].source == Source::constant;
+      all_host = all_host && (graph->values[v].source == Source::constant || graph->values[v].source == Source::host);
+    }
+    if (n.impl->deterministic && all_constant) {
+      Call call{n, {}, {}, false, cpu()};
+      for (int v : n.inputs) {
+        call.in.push_back(v < 0 ? Tensor() : graph->values[v].constant);
+        call.host.push_back(call.in.back());
+      }
+      std::vector<Tensor> outs;
+      try {
+        outs = n.impl->run(call);
+      } catch (const Error& e) {
+        kten::detail::fail_within<FormatError>(l.op + ": " + call.where(), e);
+      }
+      for (std::size_t i = 0; i < n.outputs.size(); ++i)
+        if (n.outputs[i] >= 0) {
+          Value& out = graph->values[n.outputs[i]];
+          out.source = Source::constant;
+          out.constant = outs.at(i).to(cpu()).contiguous();
+        }
+      continue;
+    }
+    n.on_host = n.op_type == "Shape" || (all_host && n.impl->deterministic);
+    for (int v : n.outputs)
+      if (v >= 0) graph->values[v].source = n.on_host ? Source::host : Source::device;
+    graph->nodes.push_back(std::move(n));
+  }
+  for (Value& v : graph->values)
+    if (v.source == Source::constant) v.on_device = v.constant.to(device);
+  for (std::size_t k = 0; k < graph->nodes.size(); ++k)
+    for (int v : graph->nodes[k].inputs)
+      if (v >= 0) graph->values[v].last_use = static_cast<int>(k);
+  for (std::size_t k = 0; k < graph->nodes.size(); ++k)
+    for (int v : graph->nodes[k].inputs)
+      if (v >= 0 && graph->values[v].last_use == static_cast<int>(k) && !graph->values[v].output &&
+          graph->values[v].source != Source::constant && graph->values[v].source != Source::parameter &&
+          std::count(graph->nodes[k].frees.begin(), graph->nodes[k].frees.end(), v) == 0)
+        graph->nodes[k].frees.push_back(v);
+  for (Node& n : graph->nodes)
+    for (int v : n.outputs)
+      if (v >= 0 && graph->values[v].last_use < 0 && !graph->values[v].output) n.frees.push_back(v);
+  return Model(graph);
+}
+
+}  // namespace kten::onnx

@@ -1,0 +1,486 @@
+// kten::onnx (issue 32): graphs built here with the ONNX project's protobuf classes run on the
+// device under test to kten's own results, shape arithmetic on the host without a device
+// synchronisation; kten's layers written by save() read back to the same outputs and train alike;
+// every malformed or hostile file is a FormatError at load() naming the node and op.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <onnx/onnx_pb.h>
+
+#include <kten/onnx.hpp>
+
+#include "support.hpp"
+
+using namespace kten;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+// A folder of this process's own under the temporary directory: the cpu and emulated runs of a
+// case may run at once (ctest -j).
+std::filesystem::path scratch() {
+  static const std::filesystem::path dir = [] {
+    const auto d = std::filesystem::temp_directory_path() / ("kten-onnx-tests-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// A model of one graph, written node by node.
+struct Builder {
+  ::onnx::ModelProto model;
+  ::onnx::GraphProto* graph;
+
+  explicit Builder(int opset = 17) {
+    model.set_ir_version(8);
+    model.set_producer_name("kten-tests");
+    auto* o = model.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    graph = model.mutable_graph();
+    graph->set_name("test");
+  }
+  // A float input or output; -1 extents are the symbolic "N".
+  static void declare(::onnx::ValueInfoProto* v, const std::string& name, const Shape& shape, int type = 1) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    for (std::int64_t d : shape) {
+      if (d < 0) t->mutable_shape()->add_dim()->set_dim_param("N");
+      else t->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  }
+  void input(const std::string& name, const Shape& shape, int type = 1) { declare(graph->add_input(), name, shape, type); }
+  void output(const std::string& name, const Shape& shape, int type = 1) { declare(graph->add_output(), name, shape, type); }
+  ::onnx::TensorProto* floats(const std::string& name, const std::vector<float>& v, const Shape& shape) {
+    auto* t = graph->add_initializer();
+    t->set_name(name);
+    t->set_data_type(1);
+    for (std::int64_t d : shape) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4));
+    return t;
+  }
+  void ints(const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* t = graph->add_initializer();
+    t->set_name(name);
+    t->set_data_type(7);
+    t->add_dims(static_cast<std::int64_t>(v.size()));
+    for (std::int64_t x : v) t->add_int64_data(x);
+  }
+  ::onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
+                          const std::string& name = "") {
+    auto* n = graph->add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? op + "_" + out.at(0) : name);
+    for (const auto& s : in) n->add_input(s);
+    for (const auto& s : out) n->add_output(s);
+    return n;
+  }
+  static void attr(::onnx::NodeProto* n, const std::string& name, std::int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto_AttributeType_INT);
+    a->set_i(v);
+  }
+  static void attr(::onnx::NodeProto* n, const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto_AttributeType_INTS);
+    for (std::int64_t x : v) a->add_ints(x);
+  }
+  std::string bytes() const { return model.SerializeAsString(); }
+  std::string write(const std::string& file) const {
+    const std::string path = (scratch() / file).string();
+    test::write_bytes(path, bytes());
+    return path;
+  }
+};
+
+// A two-layer MLP: y = relu(x W1^T + b1) W2^T + b2, x of shape (N, 3).
+Builder mlp(int opset = 17) {
+  Builder b(opset);
+  b.input("x", {-1, 3});
+  b.floats("fc1.weight", {0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f}, {2, 3});
+  b.floats("fc1.bias", {0.05f, -0.05f}, {2});
+  b.floats("fc2.weight", {1.0f, -1.5f}, {1, 2});
+  b.floats("fc2.bias", {0.25f}, {1});
+  Builder::attr(b.node("Gemm", {"x", "fc1.weight", "fc1.bias"}, {"h"}, "fc1"), "transB", 1);
+  b.node("Relu", {"h"}, {"r"}, "act");
+  Builder::attr(b.node("Gemm", {"r", "fc2.weight", "fc2.bias"}, {"y"}, "fc2"), "transB", 1);
+  b.output("y", {-1, 1});
+  return b;
+}
+
+void require_load_fails(const std::string& path, const std::vector<std::string>& parts) {
+  try {
+    (void)kten::onnx::load(path, test::device());
+    FAIL("load() accepted " << path);
+  } catch (const FormatError& e) {
+    for (const auto& part : parts) REQUIRE_THAT(e.what(), ContainsSubstring(part));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("onnx: an MLP graph runs, names its parameters by their ONNX names and trains", "[onnx]") {
+  const Device d = test::device();
+  auto net = kten::onnx::load(mlp().write("kten-test-mlp.onnx"), d);
+  REQUIRE(net.input_names() == std::vector<std::string>{"x"});
+  REQUIRE(net.output_names() == std::vector<std::string>{"y"});
+  REQUIRE(net.opset() == 17);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : net.state_dict()) names.push_back(name);
+  REQUIRE(names == std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"});
+  REQUIRE(!net.is_training());  // nothing in the file asks for training mode
+
+  const Tensor x = tensor({{1.f, 2.f, 3.f}, {-1.f, 0.5f, 2.f}, {0.f, 0.f, 0.f}, {3.f, -2.f, 1.f}}, d);
+  const Tensor w1 = tensor({{0.1f, -0.2f, 0.3f}, {0.4f, 0.5f, -0.6f}}, d), b1 = tensor({0.05f, -0.05f}, d);
+  const Tensor w2 = tensor({{1.0f, -1.5f}}, d), b2 = tensor({0.25f}, d);
+  const Tensor want = matmul(relu(matmul(x, w1.transpose()) + b1), w2.transpose()) + b2;
+  test::require_allclose<float>(net(x), test::host_doubles<float>(want));
+
+  // Training: the loaded parameters learn like any module's.
+  const Tensor before = net.state_dict()[0].second.copyto(d);
+  optim::SGD sgd(0.1);
+  net.zero_grad();
+  nn::MSELoss()(net(x), zeros({4, 1}, d)).backward();
+  sgd.step(net);
+  REQUIRE(test::host_doubles<float>(net.state_dict()[0].second) != test::host_doubles<float>(before));
+
+  // Copies share the graph and the parameters; float64 casts the constants too.
+  kten::onnx::Model copy = net;
+  copy.to(float64);
+  REQUIRE(net.state_dict()[0].second.dtype() == float64);
+  REQUIRE(copy(x.astype(float64)).dtype() == float64);
+}
+
+TEST_CASE("onnx: run() checks the inputs against the graph's declaration", "[onnx]") {
+  const Device d = test::device();
+  auto net = kten::onnx::load(mlp().write("kten-test-mlp-inputs.onnx"), d);
+  REQUIRE_THROWS_AS(net(zeros({2, 4}, d)), ShapeError);  // width 3 is fixed
+  REQUIRE_THROWS_AS(net(zeros({2, 3}, d, float64)), DTypeError);
+  REQUIRE_THROWS_AS(net(zeros({2, 3}, test::other_device())), DeviceMismatch);
+  REQUIRE_THROWS_AS(net.run({}), Error);
+  REQUIRE(net(zeros({5, 3}, d)).shape() == Shape{5, 1});  // N is symbolic
+}
+
+TEST_CASE("onnx: shape arithmetic runs on the host, views and softmax on the device, without a sync", "[onnx]") {
+  // y = Flatten(Slice(Concat(Split(Softmax(Transpose(Reshape(x, [N, 2, 3]))))))) with the target
+  // shape computed from Shape(x), as PyTorch's exporter writes x.view(x.size(0), 2, 3).
+  Builder b(13);
+  b.input("x", {-1, 6});
+  b.ints("zero", {0});
+  b.ints("rest", {2, 3});
+  b.ints("split", {1, 2});
+  b.ints("starts", {1});
+  b.ints("ends", {100});
+  b.ints("axes", {1});
+  b.node("Shape", {"x"}, {"s"});
+  Builder::attr(b.node("Gather", {"s", "zero"}, {"n"}), "axis", 0);
+  Builder::attr(b.node("Concat", {"n", "rest"}, {"shape"}), "axis", 0);
+  b.node("Reshape", {"x", "shape"}, {"r"});
+  Builder::attr(b.node("Transpose", {"r"}, {"t"}), "perm", std::vector<std::int64_t>{0, 2, 1});
+  Builder::attr(b.node("Softmax", {"t"}, {"sm"}), "axis", -1);
+  Builder::attr(b.node("Split", {"sm", "split"}, {"p", "q"}), "axis", 1);
+  Builder::attr(b.node("Concat", {"q", "p"}, {"c"}), "axis", 1);
+  b.node("Slice", {"c", "starts", "ends", "axes"}, {"sl"});
+  b.node("Flatten", {"sl"}, {"y"});
+  b.output("y", {-1, 4});
+  const Device d = test::device();
+  auto net = kten::onnx::load(b.write("kten-test-shapes.onnx"), d);
+  const Tensor x = randn({5, 6}, d, 7);
+  (void)net(x);  // warm
+  reset_stats();
+  const Tensor y = net(x);
+  REQUIRE(stats().host_syncs == 0);
+  REQUIRE(stats().transfers() == 0);
+  const Tensor sm = softmax(x.reshape({5, 2, 3}).permute({0, 2, 1}), -1);
+  const Tensor want = cat({sm.narrow(1, 1, 2), sm.narrow(1, 0, 1)}, 1).narrow(1, 1, 2).reshape({5, 4});
+  REQUIRE(y.shape() == Shape{5, 4});
+  test::require_allclose<float>(y, test::host_doubles<float>(want));
+}
+
+TEST_CASE("onnx: the elementwise, reduction and shape operators compute kten's results", "[onnx]") {
+  Builder b(17);
+  b.input("x", {-1, 4});
+  b.floats("W", {0.5f, -1.f, 0.25f, 1.5f, 0.f, -0.5f, 2.f, 1.f, -1.f, 0.75f, -0.25f, 0.5f}, {4, 3});
+  b.floats("C", {0.1f, -0.2f, 0.3f}, {3});
+  b.ints("one_axis", {1});
+  b.ints("zero_axis", {0});
+  b.ints("wide", {1, 3});
+  Builder::attr(b.node("Transpose", {"x"}, {"xt"}), "perm", std::vector<std::int64_t>{1, 0});
+  auto* gemm = b.node("Gemm", {"xt", "W", "C"}, {"g"});
+  Builder::attr(gemm, "transA", 1);
+  for (auto [name, v] : {std::pair{"alpha", 0.5f}, {"beta", 2.f}}) {
+    auto* a = gemm->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
+    a->set_f(v);
+  }
+  b.node("Abs", {"g"}, {"a"});
+  b.node("Neg", {"a"}, {"n"});
+  b.node("Exp", {"n"}, {"e"});
+  auto* one = b.node("Constant", {}, {"one"});
+  {
+    auto* a = one->add_attribute();
+    a->set_name("value_float");
+    a->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
+    a->set_f(1.f);
+  }
+  b.node("Add", {"e", "one"}, {"e1"});
+  b.node("Log", {"e1"}, {"l"});
+  b.node("Mul", {"l", "l"}, {"ll"});
+  b.node("Add", {"ll", "one"}, {"ll1"});
+  b.node("Sqrt", {"ll1"}, {"s"});
+  b.node("Pow", {"s", "s"}, {"p"});
+  b.node("ReduceSum", {"p", "one_axis"}, {"r"});
+  Builder::attr(b.node("ReduceMean", {"p"}, {"m"}), "axes", std::vector<std::int64_t>{1});
+  auto* rmax = b.node("ReduceMax", {"p"}, {"mx"});
+  Builder::attr(rmax, "axes", std::vector<std::int64_t>{-1});
+  Builder::attr(rmax, "keepdims", 0);
+  b.node("Unsqueeze", {"mx", "one_axis"}, {"u"});
+  b.node("Sub", {"r", "m"}, {"d"});
+  b.node("Div", {"d", "u"}, {"q"});
+  b.node("Expand", {"q", "wide"}, {"ex"});
+  b.node("Shape", {"ex"}, {"exshape"});
+  b.node("ConstantOfShape", {"exshape"}, {"zeros"});
+  b.node("Equal", {"ex", "ex"}, {"same"});
+  b.node("Where", {"same", "ex", "zeros"}, {"w"});
+  b.node("Erf", {"w"}, {"ef"});
+  b.node("Sigmoid", {"ef"}, {"sg"});
+  b.node("Tanh", {"sg"}, {"th"});
+  b.node("LeakyRelu", {"th"}, {"lr"});  // alpha 0.01 by default
+  Builder::attr(b.node("LogSoftmax", {"lr"}, {"ls"}), "axis", 1);
+  b.node("Unsqueeze", {"ls", "zero_axis"}, {"us"});
+  b.node("Squeeze", {"us", "zero_axis"}, {"sq"});
+  b.node("Dropout", {"sq"}, {"dr"});
+  b.node("Identity", {"dr"}, {"id"});
+  Builder::attr(b.node("Cast", {"id"}, {"y"}), "to", 11);
+  b.output("y", {-1, 3}, 11);
+  const Device d = test::device();
+  auto net = kten::onnx::load(b.write("kten-test-zoo.onnx"), d);
+  const Tensor x = randn({5, 4}, d, 9);
+  const Tensor W = tensor({{0.5f, -1.f, 0.25f}, {1.5f, 0.f, -0.5f}, {2.f, 1.f, -1.f}, {0.75f, -0.25f, 0.5f}}, d);
+  const Tensor g = matmul(x, W) * 0.5 + tensor({0.1f, -0.2f, 0.3f}, d) * 2.0;
+  const Tensor l = log(exp(-abs(g)) + 1.0);
+  const Tensor s = sqrt(l * l + 1.0);
+  const Tensor p = pow(s, s);
+  const Tensor q = (sum(p, {1}, true) - mean(p, {1}, true)) / max(p, {1}, true);
+  const Tensor th = tanh(sigmoid(erf(q.expand({5, 3}))));
+  const Tensor lr = where(gt(th, 0.0), th, th * 0.01);
+  const Tensor want = log_softmax(lr, 1).astype(float64);
+  const Tensor y = net(x);
+  REQUIRE(y.dtype() == float64);
+  REQUIRE(y.shape() == Shape{5, 3});
+  test::require_allclose<double>(y, test::host_doubles<double>(want), 1e-5, 1e-6);
+}
+
+TEST_CASE("onnx: save() writes kten's layers; load() reads them back to the same outputs and training", "[onnx]") {
+  const Device d = test::device();
+  const auto build = [&] {
+    nn::Sequential seq;
+    seq.add(nn::Linear(4, 6, {true, float32, 11}));
+    seq.add(nn::LayerNorm(6));
+    seq.add(nn::SiLU());
+    seq.add(nn::Linear(6, 6, {true, float32, 12}));
+    seq.add(nn::GELU());
+    seq.add(nn::Softplus(0.5));
+    seq.add(nn::Sigmoid());
+    seq.add(nn::Dropout(0.3));
+    seq.add(nn::Linear(6, 2, {false, float32, 13}));
+    seq.add(nn::Tanh());
+    seq.add(nn::ReLU());
+    seq.to(d);
+    seq.eval();
+    return seq;
+  };
+  nn::Sequential seq = build();
+  const std::string path = (scratch() / "kten-test-seq.onnx").string();
+  kten::onnx::save(path, seq, {randn({3, 4}, d, 1)});
+  auto net = kten::onnx::load(path, d);
+  std::vector<std::string> want_names, got_names;
+  for (const auto& [name, t] : seq.state_dict()) want_names.push_back(name);
+  for (const auto& [name, t] : net.state_dict()) got_names.push_back(name);
+  std::sort(want_names.begin(), want_names.end());
+  std::sort(got_names.begin(), got_names.end());
+  REQUIRE(got_names == want_names);
+  const Tensor x = randn({8, 4}, d, 2);
+  {
+    NoGradGuard no_grad;
+    test::require_allclose<float>(net(x), test::host_doubles<float>(seq(x)), 1e-5, 1e-6);
+  }
+  // Three Adam steps on each give the same parameters.
+  optim::Adam a(1e-2), b(1e-2);
+  for (int step = 0; step < 3; ++step) {
+    a.zero_grad(seq);
+    b.zero_grad(net);
+    nn::MSELoss()(seq(x), zeros({8, 2}, d)).backward();
+    nn::MSELoss()(net(x), zeros({8, 2}, d)).backward();
+    a.step(seq);
+    b.step(net);
+  }
+  const auto trained = seq.state_dict();
+  for (const auto& [name, t] : net.state_dict())
+    for (const auto& [other, u] : trained)
+      if (name == other) test::require_allclose<float>(t, test::host_doubles<float>(u), 1e-5, 1e-6);
+
+  // Re-export of the imported model keeps its trained weights.
+  kten::onnx::save(path, net);
+  auto again = kten::onnx::load(path, d);
+  NoGradGuard no_grad;
+  test::require_allclose<float>(again(x), test::host_doubles<float>(net(x)), 0, 0);
+}
+
+TEST_CASE("onnx: save() names what it cannot write yet", "[onnx]") {
+  nn::Activation mish("Mish", [](const Tensor& x) { return x * tanh(softplus(x)); });
+  REQUIRE_THROWS_WITH(kten::onnx::save((scratch() / "mish.onnx").string(), mish, {zeros({2, 3})}),
+                      ContainsSubstring("Mish") && ContainsSubstring("not exportable"));
+  nn::Linear fc(3, 2);
+  REQUIRE_THROWS_AS(kten::onnx::save((scratch() / "fc.onnx").string(), fc, {}), Error);
+}
+
+TEST_CASE("onnx: malformed and hostile files are FormatErrors at load, naming the node and op", "[onnx]") {
+  const auto tmp = scratch();
+  SECTION("missing, empty, garbage and truncated files") {
+    require_load_fails((tmp / "kten-test-no-such.onnx").string(), {"no-such"});
+    const std::string good = mlp().bytes();
+    test::write_bytes((tmp / "kten-test-garbage.onnx").string(), std::string("\xff\xff\xff\x07 not a protobuf", 20));
+    require_load_fails((tmp / "kten-test-garbage.onnx").string(), {"malformed or truncated"});
+    for (std::size_t cut : {std::size_t{0}, good.size() / 3, good.size() / 2, good.size() - 3}) {
+      test::write_bytes((tmp / "kten-test-cut.onnx").string(), good.substr(0, cut));
+      CAPTURE(cut);
+      REQUIRE_THROWS_AS(kten::onnx::load((tmp / "kten-test-cut.onnx").string(), test::device()), FormatError);
+    }
+  }
+  SECTION("a dangling input") {
+    Builder b = mlp();
+    b.graph->mutable_node(1)->set_input(0, "nowhere");
+    require_load_fails(b.write("kten-test-dangling.onnx"), {"node 'act' (Relu)", "'nowhere'"});
+  }
+  SECTION("a cycle") {
+    Builder b = mlp();
+    b.graph->mutable_node(0)->set_input(0, "r");  // fc1 reads act's output, act reads fc1's
+    require_load_fails(b.write("kten-test-cycle.onnx"), {"(Gemm)", "cycle"});
+  }
+  SECTION("an unsupported op, opset or dtype") {
+    Builder b = mlp();
+    b.graph->mutable_node(1)->set_op_type("Celu");
+    require_load_fails(b.write("kten-test-op.onnx"), {"node 'act' (Celu)", "'Celu' is not supported"});
+    require_load_fails(mlp(11).write("kten-test-opset.onnx"), {"opset is 11", "13 to 17"});
+    Builder c = mlp();
+    c.graph->mutable_initializer(1)->set_data_type(10);  // float16
+    require_load_fails(c.write("kten-test-dtype.onnx"), {"initializer 'fc1.bias'", "FLOAT16"});
+    Builder e = mlp();
+    e.graph->mutable_node(1)->set_domain("com.example");
+    require_load_fails(e.write("kten-test-domain.onnx"), {"node 'act' (Relu)", "com.example"});
+  }
+  SECTION("initializer data that does not match its shape") {
+    Builder b = mlp();
+    b.graph->mutable_initializer(1)->set_raw_data(std::string(12, '\0'));  // 3 floats for shape [2]
+    require_load_fails(b.write("kten-test-big.onnx"), {"initializer 'fc1.bias'", "12 bytes", "8 bytes"});
+    Builder c = mlp();
+    c.graph->mutable_initializer(1)->add_dims(1 << 30);  // a huge declared shape over 8 bytes
+    require_load_fails(c.write("kten-test-small.onnx"), {"initializer 'fc1.bias'"});
+    Builder e = mlp();  // no element, but strides past 64 bits (a fuzzer's finding)
+    auto* t = e.graph->add_initializer();
+    t->set_name("empty");
+    t->set_data_type(1);
+    for (std::int64_t dim : {std::int64_t{0}, std::int64_t{1} << 40, std::int64_t{1} << 40}) t->add_dims(dim);
+    require_load_fails(e.write("kten-test-strides.onnx"), {"initializer 'empty'"});
+  }
+  SECTION("external data outside the model's folder") {
+    for (const char* location : {"../outside.bin", "/etc/passwd", "a/../../outside.bin"}) {
+      Builder b = mlp();
+      auto* t = b.graph->mutable_initializer(1);
+      t->clear_raw_data();
+      t->set_data_location(::onnx::TensorProto_DataLocation_EXTERNAL);
+      auto* entry = t->add_external_data();
+      entry->set_key("location");
+      entry->set_value(location);
+      CAPTURE(location);
+      require_load_fails(b.write("kten-test-external.onnx"), {"initializer 'fc1.bias'", "outside the model's folder"});
+    }
+  }
+  SECTION("external data beside the model is read") {
+    const auto folder = tmp / "kten-test-external-ok";
+    std::filesystem::create_directories(folder);
+    const std::vector<float> bias = {0.05f, -0.05f};
+    test::write_bytes((folder / "bias.bin").string(), std::string(8, 'x') + std::string(reinterpret_cast<const char*>(bias.data()), 8));
+    Builder b = mlp();
+    auto* t = b.graph->mutable_initializer(1);
+    t->clear_raw_data();
+    t->set_data_location(::onnx::TensorProto_DataLocation_EXTERNAL);
+    for (auto [k, v] : {std::pair{"location", "bias.bin"}, {"offset", "8"}, {"length", "8"}}) {
+      auto* entry = t->add_external_data();
+      entry->set_key(k);
+      entry->set_value(v);
+    }
+    test::write_bytes((folder / "model.onnx").string(), b.bytes());
+    auto net = kten::onnx::load((folder / "model.onnx").string(), test::device());
+    auto reference = kten::onnx::load(mlp().write("kten-test-inline.onnx"), test::device());
+    const Tensor x = randn({3, 3}, test::device(), 4);
+    NoGradGuard no_grad;
+    test::require_allclose<float>(net(x), test::host_doubles<float>(reference(x)), 0, 0);
+  }
+  SECTION("a wrong attribute or arity") {
+    Builder b = mlp();
+    b.graph->mutable_node(1)->add_input("x");  // Relu of two inputs
+    require_load_fails(b.write("kten-test-arity.onnx"), {"node 'act' (Relu)", "2 inputs"});
+    Builder c = mlp();
+    auto* cast = c.node("Cast", {"y"}, {"z"}, "to_half");
+    Builder::attr(cast, "to", 10);
+    require_load_fails(c.write("kten-test-cast.onnx"), {"node 'to_half' (Cast)", "element type 10"});
+  }
+  SECTION("an initializer name that cannot be a qualified name") {
+    Builder b = mlp();
+    b.graph->mutable_initializer(1)->set_name("fc1..bias");
+    b.graph->mutable_node(0)->set_input(2, "fc1..bias");
+    require_load_fails(b.write("kten-test-dots.onnx"), {"'fc1..bias'"});
+  }
+}
+
+TEST_CASE("onnx: a graph exported in training mode starts in train(), and the mode decides Dropout", "[onnx]") {
+  Builder b(13);
+  b.input("x", {-1, 1000});
+  auto* ratio = b.graph->add_initializer();
+  ratio->set_name("ratio");
+  ratio->set_data_type(1);
+  ratio->add_float_data(0.5f);
+  auto* mode = b.graph->add_initializer();
+  mode->set_name("training_mode");
+  mode->set_data_type(9);
+  mode->add_int32_data(1);
+  b.node("Dropout", {"x", "ratio", "training_mode"}, {"y"}, "drop");
+  b.output("y", {-1, 1000});
+  const Device d = test::device();
+  auto net = kten::onnx::load(b.write("kten-test-dropout.onnx"), d);
+  REQUIRE(net.is_training());
+  const Tensor x = ones({2, 1000}, d);
+  const double kept = sum(ne(net(x), 0.0).astype(float32)).item<double>();
+  REQUIRE(kept > 800);  // about half of 2000
+  REQUIRE(kept < 1200);
+  REQUIRE(max(net(x)).item<double>() == 2.0);  // kept ones scaled by 1 / (1 - p)
+  net.eval();
+  test::require_allclose<float>(net(x), std::vector<double>(2000, 1.0), 0, 0);
+}
+
+TEST_CASE("onnx: the supported operators are listed with their opsets", "[onnx]") {
+  const auto ops = kten::onnx::supported_ops();
+  REQUIRE(kten::onnx::available());
+  bool gemm = false;
+  for (const auto& op : ops) {
+    REQUIRE(op.first_opset >= 13);
+    REQUIRE(op.last_opset >= op.first_opset);
+    gemm = gemm || op.name == "Gemm";
+  }
+  REQUIRE(gemm);
+}
