@@ -203,17 +203,23 @@ extern "C" {
 const char* kten_last_error(void) { return last_error.c_str(); }
 
 namespace {
-std::unique_ptr<kten::ScopeGuard> scope;
-}
+// Made by kten_init, ended by kten_finalize. Never destroyed by the static destructors: a program
+// that stops without kten_finalize (error stop) leaves Kokkos to the process' end, since a
+// finalize during exit would run after kten's own statics are gone.
+kten::ScopeGuard* scope = nullptr;
+}  // namespace
 
 kten_status kten_init(void) {
   return guarded("kten_init", [] {
-    if (!scope) scope = std::make_unique<kten::ScopeGuard>();
+    if (!scope) scope = new kten::ScopeGuard();
   });
 }
 
 kten_status kten_finalize(void) {
-  return guarded("kten_finalize", [] { scope.reset(); });
+  return guarded("kten_finalize", [] {
+    delete scope;
+    scope = nullptr;
+  });
 }
 
 kten_device kten_cpu(void) { return kten_device{0, 0}; }
@@ -249,8 +255,15 @@ kten_status kten_tensor_copy_to(kten_tensor t, void* data, kten_dtype dtype, int
                                 const int64_t* strides, kten_device device) {
   return guarded("kten_tensor_copy_to", [&] {
     const kten::Tensor& src = need(t, "tensor").tensor;
-    wrap(data, dtype, ndim, shape, strides, device).copy_from(src);
+    wrap(data, dtype, ndim, shape, strides, device).copy_from(src.detach());
     kten::synchronize(to_device(device));
+  });
+}
+
+kten_status kten_tensor_to(kten_tensor* out, kten_tensor t, kten_device device) {
+  return guarded("kten_tensor_to", [&] {
+    need_out(out);
+    emplace(out, need(t, "tensor").tensor.to(to_device(device)));
   });
 }
 

@@ -61,7 +61,7 @@ module kten
   end type
 
   public :: kten_init, kten_finalize, kten_cpu, kten_gpu, kten_num_gpus, kten_live_handles
-  public :: kten_tensor_from_array, kten_tensor_to_array, kten_tensor_item, kten_tensor_requires_grad
+  public :: kten_tensor_from_array, kten_tensor_to_array, kten_tensor_to, kten_tensor_item, kten_tensor_requires_grad
   public :: kten_model_load, kten_model_forward, kten_model_train, kten_model_save
   public :: kten_mse_loss, kten_cross_entropy_loss, kten_backward
   public :: kten_optimizer_adam, kten_optimizer_sgd, kten_optimizer_zero_grad, kten_optimizer_step
@@ -127,6 +127,13 @@ module kten
       type(c_ptr), value :: strides
       type(c_device), value :: device
       integer(c_int32_t) :: c_tensor_copy_to
+    end function
+    function c_tensor_to(out, t, device) bind(c, name="kten_tensor_to")
+      import :: c_ptr, c_int32_t, c_device
+      type(c_ptr), intent(inout) :: out
+      type(c_ptr), value :: t
+      type(c_device), value :: device
+      integer(c_int32_t) :: c_tensor_to
     end function
     function c_tensor_item(t, v) bind(c, name="kten_tensor_item")
       import :: c_ptr, c_int32_t, c_double
@@ -484,6 +491,16 @@ contains
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     call copy_out(t, c_loc(a), INT64_DTYPE, shape(a, c_int64_t), is_contiguous(a), reverse_dims, stat, errmsg)
+  end subroutine
+
+  !> \brief An explicit copy of `t` on `device` into `out` (`t` itself, shared, when already there).
+  subroutine kten_tensor_to(out, t, device, stat, errmsg)
+    type(kten_tensor), intent(inout) :: out
+    type(kten_tensor), intent(in) :: t
+    type(kten_device), intent(in) :: device
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call report(c_tensor_to(out%h, t%h, to_c(device)), stat, errmsg)
   end subroutine
 
   !> \brief The value of a one-element tensor.

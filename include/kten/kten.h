@@ -81,6 +81,8 @@ kten_status kten_tensor_zeros(kten_tensor* out, kten_dtype dtype, int32_t ndim, 
  * arguments describe (same shape and dtype; host memory for a cpu device). */
 kten_status kten_tensor_copy_to(kten_tensor t, void* data, kten_dtype dtype, int32_t ndim, const int64_t* shape,
                                 const int64_t* strides, kten_device device);
+/** \brief An explicit copy of `t` on `device` (`t` itself, shared, when already there). */
+kten_status kten_tensor_to(kten_tensor* out, kten_tensor t, kten_device device);
 /** \brief The number of dimensions. */
 kten_status kten_tensor_ndim(kten_tensor t, int32_t* ndim);
 /** \brief The extents (ndim of them into `shape`). */
