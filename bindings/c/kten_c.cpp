@@ -14,6 +14,11 @@
 #include <utility>
 
 #include <kten/checkpoint.hpp>
+#include <kten/config.hpp>
+#include <kten/dist/process_group.hpp>
+#if KTEN_WITH_MPI
+#include <kten/dist_mpi.hpp>
+#endif
 #include <kten/kokkos.hpp>
 #include <kten/kten.hpp>
 #include <kten/onnx.hpp>
@@ -111,6 +116,7 @@ struct kten_optimizer_s {
   std::atomic<int> refs{1};
   std::shared_ptr<kten::onnx::Model> model;
   std::unique_ptr<kten::optim::Optimizer> optimizer;
+  std::shared_ptr<const kten::dist::ProcessGroup> group;  // data parallel: step() averages over it
   kten_optimizer_s(std::shared_ptr<kten::onnx::Model> m, std::unique_ptr<kten::optim::Optimizer> o)
       : model(std::move(m)), optimizer(std::move(o)) {
     ++live_handles;
@@ -418,6 +424,21 @@ kten_status kten_optimizer_sgd(kten_optimizer* out, kten_model model, double lr)
   });
 }
 
+kten_status kten_optimizer_distribute(kten_optimizer o, int32_t fortran_comm) {
+  return guarded("kten_optimizer_distribute", [&] {
+    kten_optimizer_s& opt = need(o, "optimizer");
+#if KTEN_WITH_MPI
+    auto group = kten::dist::wrap(MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm)));
+    for (const kten::Tensor& p : opt.model->parameters()) group->broadcast(p.detach(), 0);
+    opt.group = std::move(group);
+#else
+    (void)opt;
+    (void)fortran_comm;
+    throw kten::Error("kten_optimizer_distribute: this kten was built without MPI (KTEN_ENABLE_MPI=OFF)");
+#endif
+  });
+}
+
 kten_status kten_optimizer_zero_grad(kten_optimizer o) {
   return guarded("kten_optimizer_zero_grad", [&] {
     kten_optimizer_s& opt = need(o, "optimizer");
@@ -428,6 +449,13 @@ kten_status kten_optimizer_zero_grad(kten_optimizer o) {
 kten_status kten_optimizer_step(kten_optimizer o) {
   return guarded("kten_optimizer_step", [&] {
     kten_optimizer_s& opt = need(o, "optimizer");
+    if (opt.group) {
+      kten::NoGradGuard no_grad;
+      for (const kten::Tensor& p : opt.model->parameters()) {
+        const kten::Tensor g = p.grad();
+        if (g.defined()) opt.group->all_reduce(g, kten::dist::ReduceOp::mean);
+      }
+    }
     opt.optimizer->step(*opt.model);
   });
 }

@@ -233,6 +233,12 @@ module kten
       real(c_double), value :: lr
       integer(c_int32_t) :: c_optimizer_sgd
     end function
+    function c_optimizer_distribute(o, comm) bind(c, name="kten_optimizer_distribute")
+      import :: c_ptr, c_int32_t
+      type(c_ptr), value :: o
+      integer(c_int32_t), value :: comm
+      integer(c_int32_t) :: c_optimizer_distribute
+    end function
     function c_optimizer_zero_grad(o) bind(c, name="kten_optimizer_zero_grad")
       import :: c_ptr, c_int32_t
       type(c_ptr), value :: o
@@ -598,24 +604,34 @@ contains
     call report(c_backward(loss%h), stat, errmsg)
   end subroutine
 
-  !> \brief Adam with PyTorch's defaults (betas 0.9, 0.999, eps 1e-8) on `net`.
-  subroutine kten_optimizer_adam(opt, net, lr, stat, errmsg)
+  !> \brief Adam with PyTorch's defaults (betas 0.9, 0.999, eps 1e-8) on `net`. With `comm` (an MPI
+  !> communicator's integer handle, `comm%MPI_VAL` for mpi_f08's type(MPI_Comm); a collective over
+  !> it), the model starts from rank 0's parameters and each step averages the gradients over the ranks.
+  subroutine kten_optimizer_adam(opt, net, lr, comm, stat, errmsg)
     type(kten_optimizer), intent(inout) :: opt
     type(kten_model), intent(in) :: net
     real(real64), intent(in) :: lr
+    integer, intent(in), optional :: comm
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    call report(c_optimizer_adam(opt%h, net%h, real(lr, c_double)), stat, errmsg)
+    integer(c_int32_t) :: status
+    status = c_optimizer_adam(opt%h, net%h, real(lr, c_double))
+    if (status == 0 .and. present(comm)) status = c_optimizer_distribute(opt%h, int(comm, c_int32_t))
+    call report(status, stat, errmsg)
   end subroutine
 
-  !> \brief Plain SGD (PyTorch's defaults) on `net`.
-  subroutine kten_optimizer_sgd(opt, net, lr, stat, errmsg)
+  !> \brief Plain SGD (PyTorch's defaults) on `net`; `comm` as for kten_optimizer_adam.
+  subroutine kten_optimizer_sgd(opt, net, lr, comm, stat, errmsg)
     type(kten_optimizer), intent(inout) :: opt
     type(kten_model), intent(in) :: net
     real(real64), intent(in) :: lr
+    integer, intent(in), optional :: comm
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    call report(c_optimizer_sgd(opt%h, net%h, real(lr, c_double)), stat, errmsg)
+    integer(c_int32_t) :: status
+    status = c_optimizer_sgd(opt%h, net%h, real(lr, c_double))
+    if (status == 0 .and. present(comm)) status = c_optimizer_distribute(opt%h, int(comm, c_int32_t))
+    call report(status, stat, errmsg)
   end subroutine
 
   !> \brief Sets the model's gradients to zero.

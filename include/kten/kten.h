@@ -130,6 +130,11 @@ kten_status kten_backward(kten_tensor loss);
 kten_status kten_optimizer_adam(kten_optimizer* out, kten_model model, double lr);
 /** \brief Plain SGD (PyTorch's defaults: no momentum, no weight decay) on `model`. */
 kten_status kten_optimizer_sgd(kten_optimizer* out, kten_model model, double lr);
+/** \brief Makes the optimiser data parallel over the MPI communicator whose Fortran handle is
+ * `fortran_comm` (MPI_Comm_c2f(comm) from C; MPI initialised by the application): a collective over
+ * it. The model's parameters become rank 0's now, and each step() first averages the gradients
+ * over the ranks. KTEN_ERROR in a kten built without MPI. */
+kten_status kten_optimizer_distribute(kten_optimizer o, int32_t fortran_comm);
 /** \brief Sets the model's gradients to zero. */
 kten_status kten_optimizer_zero_grad(kten_optimizer o);
 /** \brief One update of the model's parameters. */
