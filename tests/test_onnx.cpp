@@ -429,6 +429,31 @@ TEST_CASE("onnx: malformed and hostile files are FormatErrors at load, naming th
   }
 }
 
+TEST_CASE("onnx: a graph exported in training mode starts in train(), and the mode decides Dropout", "[onnx]") {
+  Builder b(13);
+  b.input("x", {-1, 1000});
+  auto* ratio = b.graph->add_initializer();
+  ratio->set_name("ratio");
+  ratio->set_data_type(1);
+  ratio->add_float_data(0.5f);
+  auto* mode = b.graph->add_initializer();
+  mode->set_name("training_mode");
+  mode->set_data_type(9);
+  mode->add_int32_data(1);
+  b.node("Dropout", {"x", "ratio", "training_mode"}, {"y"}, "drop");
+  b.output("y", {-1, 1000});
+  const Device d = test::device();
+  auto net = kten::onnx::load(b.write("kten-test-dropout.onnx"), d);
+  REQUIRE(net.is_training());
+  const Tensor x = ones({2, 1000}, d);
+  const double kept = sum(ne(net(x), 0.0).astype(float32)).item<double>();
+  REQUIRE(kept > 800);  // about half of 2000
+  REQUIRE(kept < 1200);
+  REQUIRE(max(net(x)).item<double>() == 2.0);  // kept ones scaled by 1 / (1 - p)
+  net.eval();
+  test::require_allclose<float>(net(x), std::vector<double>(2000, 1.0), 0, 0);
+}
+
 TEST_CASE("onnx: the supported operators are listed with their opsets", "[onnx]") {
   const auto ops = kten::onnx::supported_ops();
   REQUIRE(kten::onnx::available());
