@@ -1,0 +1,13 @@
+"""Makes heat_mlp.onnx for examples/fortran/insitu_heat.f90: an untrained PyTorch MLP 5 -> 32 -> 1
+(Linear, Tanh, Linear) from a point's temperature and its four neighbours' to the point's
+temperature one step later, exported as ONNX with a dynamic batch axis (one row per grid point).
+Usage: python3 make_heat_mlp.py <output.onnx>"""
+import sys
+
+import torch
+
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(5, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+torch.onnx.export(net, torch.randn(16, 5), sys.argv[1], opset_version=17, input_names=["stencil"],
+                  output_names=["next"], dynamic_axes={"stencil": {0: "points"}, "next": {0: "points"}})
+print(f"wrote {sys.argv[1]}")
