@@ -151,7 +151,7 @@ int run(int steps_per_phase) {
   UNet surrogate(8);
   surrogate.to(kten::float64);  // the fields' dtype
   surrogate.to(d);
-  kten::optim::Adam adam(3e-3);
+  kten::optim::Adam adam(1e-2);
   kten::nn::MSELoss mse;
   // The change over `stride` steps is small against the state: the surrogate learns it scaled up.
   const double scale = 10.0;
