@@ -25,6 +25,7 @@
 #include "autograd/autograd.hpp"
 #include "core/checks.hpp"
 #include "core/fail.hpp"
+#include "core/kokkos_compat.hpp"
 #include "dispatch/dispatch.hpp"
 #include "grid.hpp"
 #include "registry.hpp"
@@ -84,7 +85,7 @@ struct ResampleAxis {
   }
 
   /// \brief The weight with which output j reads input i (0 when it does not).
-  KOKKOS_INLINE_FUNCTION T weight(std::int64_t j, std::int64_t i) const {
+  KOKKOS_INLINE_FUNCTION KTEN_OUT_OF_LINE_ON_AMD T weight(std::int64_t j, std::int64_t i) const {
     std::int64_t i0, i1;
     T l0, l1;
     source(j, i0, i1, l0, l1);
