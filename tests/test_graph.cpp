@@ -1,6 +1,7 @@
 // Graph ops (scatter_add, scatter_reduce, index_add, embedding): the same bits run to run, on the
 // OpenMP pool and on one thread, equal to a sequential loop over the sources; index errors named,
 // without a host synchronisation on a GPU; the Embedding layer.
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -68,6 +69,15 @@ TEST_CASE("graph ops give the same bits run to run and on 1 or all threads", "[g
     }
   });
   worker.join();
+  // A Kokkos with OpenMP but no Serial backend (the clang-debug preset) runs host work on the
+  // thread that initialised Kokkos only: the worker gets ThreadError, and there is no single-thread
+  // run to compare.
+  const std::vector<std::string> backends = enabled_backends();
+  const bool serial = std::find(backends.begin(), backends.end(), "Serial") != backends.end();
+  if (thrown && !serial) {
+    CHECK_THROWS_AS(std::rethrow_exception(thrown), ThreadError);
+    return;
+  }
   if (thrown) std::rethrow_exception(thrown);
   REQUIRE(single.size() == first.size());
   for (std::size_t i = 0; i < first.size(); ++i) {

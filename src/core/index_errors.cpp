@@ -74,6 +74,15 @@ IndexCheck::IndexCheck(const char* op, const Device& device, std::string context
     flag_ = zeros({2}, device, DType::int64);
     return;
   }
+  // The buffers are device memory: they go before Kokkos does (a tensor still alive after
+  // Kokkos::finalize is left unfreed, which the leak checkers report).
+  static std::once_flag hook;
+  std::call_once(hook, [] {
+    Kokkos::push_finalize_hook([] {
+      std::lock_guard<std::mutex> lock(flags_mutex());
+      gpu_flags().clear();
+    });
+  });
   std::lock_guard<std::mutex> lock(flags_mutex());
   GpuFlags& gpu = gpu_flags()[device.index()];
   if (!gpu.buffer.defined()) gpu.buffer = zeros({2 * kSlots}, device, DType::int64);
