@@ -220,7 +220,8 @@ TEST_CASE("onnx: the elementwise, reduction and shape operators compute kten's r
   Builder::attr(b.node("Transpose", {"x"}, {"xt"}), "perm", std::vector<std::int64_t>{1, 0});
   auto* gemm = b.node("Gemm", {"xt", "W", "C"}, {"g"});
   Builder::attr(gemm, "transA", 1);
-  for (auto [name, v] : {std::pair{"alpha", 0.5f}, {"beta", 2.f}}) {
+  const std::pair<const char*, float> scalars[] = {{"alpha", 0.5f}, {"beta", 2.f}};
+  for (const auto& [name, v] : scalars) {
     auto* a = gemm->add_attribute();
     a->set_name(name);
     a->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
@@ -419,7 +420,8 @@ TEST_CASE("onnx: malformed and hostile files are FormatErrors at load, naming th
     auto* t = b.graph->mutable_initializer(1);
     t->clear_raw_data();
     t->set_data_location(::onnx::TensorProto_DataLocation_EXTERNAL);
-    for (auto [k, v] : {std::pair{"location", "bias.bin"}, {"offset", "8"}, {"length", "8"}}) {
+    const std::pair<const char*, const char*> entries[] = {{"location", "bias.bin"}, {"offset", "8"}, {"length", "8"}};
+    for (const auto& [k, v] : entries) {
       auto* entry = t->add_external_data();
       entry->set_key(k);
       entry->set_value(v);
