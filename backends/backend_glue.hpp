@@ -29,4 +29,14 @@ std::shared_ptr<void> allocate_pinned_host(std::size_t bytes, void** data);
 /// \brief The CPU model name (backends/host).
 std::string host_cpu_model();
 
+/// \brief Where memory lives, as the GPU runtime sees it.
+enum class MemoryHome {
+  host,     ///< ordinary (or page-locked) host memory: no GPU kernel may read it as device memory
+  gpu,      ///< device memory: host code must not dereference it
+  unknown,  ///< managed memory, or a runtime that cannot tell (host-only builds): both may work
+};
+/// \brief Where `p` points, by the GPU runtime's pointer attributes (cudaPointerGetAttributes,
+/// hipPointerGetAttributes); MemoryHome::unknown in a host-only build.
+MemoryHome gpu_memory_home(const void* p);
+
 }  // namespace kten::detail

@@ -13,6 +13,7 @@
 
 #include <kten/kokkos.hpp>
 
+#include "core/emulated_memory.hpp"  // detail::emulated_memory_trapped
 #include "dispatch/backends.hpp"  // detail::guarded_instance
 #include "ops/elementwise.hpp"  // detail::fill, an in-place kernel that assumes contiguous memory
 #include "support.hpp"
@@ -405,6 +406,24 @@ TEST_CASE("device_of names the device of a View's memory space, and from_view(vi
   const Kokkos::View<float*, Kokkos::AnonymousSpace> anonymous = host;
   CHECK_THROWS_WITH(device_of(anonymous), Catch::Matchers::ContainsSubstring("memory space is on no kten device"));
   CHECK_THROWS_AS(device_of(anonymous), Error);
+}
+
+TEST_CASE("from_view refuses memory that the GPU runtime places on the other device", "[views][interop]") {
+  // A View's type names its space whatever its pointer: an unmanaged View over another device's
+  // memory. A real GPU's runtime tells both ways; an emulated GPU knows only its trapped memory.
+  const Device d = test::device();
+  if (d.is_cpu()) SKIP("needs a GPU's memory");
+  if (gpus_are_emulated() && !detail::emulated_memory_trapped()) SKIP("untrapped emulated memory is host memory");
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  Tensor t = zeros({4}, d);
+  Kokkos::View<float*, Kokkos::HostSpace, Unmanaged> device_memory(static_cast<float*>(t.data()), 4);
+  CHECK_THROWS_AS(from_view(device_memory, cpu()), DeviceMismatch);
+  CHECK_THROWS_WITH(from_view(device_memory, cpu()), Catch::Matchers::ContainsSubstring("is GPU memory"));
+  if (!gpus_are_emulated()) {
+    std::vector<float> host(4);
+    Kokkos::View<float*, Kokkos::DefaultExecutionSpace::memory_space, Unmanaged> host_memory(host.data(), 4);
+    CHECK_THROWS_WITH(from_view(host_memory, d), Catch::Matchers::ContainsSubstring("is host memory"));
+  }
 }
 
 TEST_CASE("from_view takes a View in the default layout of the default memory space", "[views][interop]") {

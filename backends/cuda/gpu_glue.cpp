@@ -39,6 +39,19 @@ std::shared_ptr<void> allocate_pinned_host(std::size_t bytes, void** data) {
   return allocate_pinned_view<Kokkos::CudaHostPinnedSpace>(bytes, data);
 }
 
+MemoryHome gpu_memory_home(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error: a runtime that cannot tell
+    return MemoryHome::unknown;
+  }
+  switch (attributes.type) {
+    case cudaMemoryTypeDevice: return MemoryHome::gpu;
+    case cudaMemoryTypeManaged: return MemoryHome::unknown;
+    default: return MemoryHome::host;  // unregistered or page-locked host memory
+  }
+}
+
 std::vector<GpuProperties> gpu_device_properties() {
   std::vector<GpuProperties> out;
   const int used = Kokkos::is_initialized() ? kokkos_gpu_device() : -1;

@@ -54,6 +54,17 @@ std::shared_ptr<void> allocate_pinned_host(std::size_t bytes, void** data) {
   return allocate_pinned_view<kokkos_hip::HIPHostPinnedSpace>(bytes, data);
 }
 
+MemoryHome gpu_memory_home(const void* p) {
+  hipPointerAttribute_t attributes{};
+  if (hipPointerGetAttributes(&attributes, p) != hipSuccess) {
+    (void)hipGetLastError();  // ROCm knows nothing of plain host memory: an error, cleared here
+    return MemoryHome::host;
+  }
+  if (attributes.isManaged) return MemoryHome::unknown;
+  return attributes.memoryType == hipMemoryTypeDevice || attributes.memoryType == hipMemoryTypeArray ? MemoryHome::gpu
+                                                                                                     : MemoryHome::host;
+}
+
 std::vector<GpuProperties> gpu_device_properties() {
   std::vector<GpuProperties> out;
   const int used = Kokkos::is_initialized() ? kokkos_gpu_device() : -1;

@@ -13,6 +13,7 @@ int gpu_device_count() { return 0; }
 std::vector<GpuProperties> gpu_device_properties() { return {}; }
 int kokkos_gpu_device() { return -1; }
 std::shared_ptr<void> allocate_pinned_host(std::size_t, void**) { return nullptr; }
+MemoryHome gpu_memory_home(const void*) { return MemoryHome::unknown; }
 
 }  // namespace kten::detail
 

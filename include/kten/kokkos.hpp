@@ -136,7 +136,9 @@ Device device_of(const ViewType&) {
 /// View's extents and its strides are the View's strides. The tensor keeps a copy of the View (and
 /// so the allocation) alive. The View must hold float, double, std::int64_t or bool, have rank <= 4, and live in
 /// exactly the memory space of `device` (HostSpace for cpu(), the GPU backend's device memory space,
-/// e.g. CudaSpace, for a GPU); otherwise kten::Error explains what does not fit.
+/// e.g. CudaSpace, for a GPU); otherwise kten::Error explains what does not fit. An unmanaged View
+/// whose pointer the GPU runtime places on the other side (device memory on cpu(), host memory on
+/// a GPU) is a kten::DeviceMismatch.
 template <class ViewType>
 Tensor from_view(const ViewType& view, const Device& device) {
   static_assert(Kokkos::is_view<ViewType>::value, "kten::from_view takes a Kokkos::View");

@@ -71,7 +71,8 @@ int64_t kten_live_handles(void);
 
 /** \brief Wraps caller memory as a tensor, without a copy: `ndim` (0 to KTEN_MAX_RANK) extents,
  * `strides` in elements (NULL: contiguous, last axis fastest; each >= 0), on `device`, whose
- * memory `data` must be. The memory must outlive the tensor. */
+ * memory `data` must be (KTEN_DEVICE_MISMATCH where the GPU runtime says it is not: device
+ * memory on kten_cpu(), host memory on a GPU). The memory must outlive the tensor. */
 kten_status kten_tensor_wrap(kten_tensor* out, void* data, kten_dtype dtype, int32_t ndim, const int64_t* shape,
                              const int64_t* strides, kten_device device);
 /** \brief A tensor of zeros of `shape` on `device`, in kten's own memory. */

@@ -92,6 +92,8 @@ class Arena {
     if (--open_ == 0) protect(0, used_, PROT_NONE);
   }
 
+  const char* base() const { return base_; }
+
  private:
   void protect(std::size_t offset, std::size_t size, int prot) {
     if (size > 0 && ::mprotect(base_ + offset, size, prot) != 0) std::abort();  // cannot go on safely
@@ -145,6 +147,13 @@ Arena& arena() {
 bool emulated_memory_trapped() {
   static const bool trapped = trap_requested();
   return trapped;
+}
+
+bool in_emulated_memory(const void* p) {
+  if (!emulated_memory_trapped()) return false;
+  const char* base = arena().base();
+  const char* at = static_cast<const char*>(p);
+  return at >= base && at < base + Arena::kReserve;
 }
 
 std::shared_ptr<void> allocate_emulated(std::size_t bytes, void** data) {

@@ -17,4 +17,8 @@ bool emulated_memory_trapped();
 /// std::bad_alloc when the arena is exhausted.
 std::shared_ptr<void> allocate_emulated(std::size_t bytes, void** data);
 
+/// \brief True when `p` points into the trapped arena of emulated-GPU memory (always false when
+/// emulated_memory_trapped() is: untrapped emulated memory is ordinary host memory).
+bool in_emulated_memory(const void* p);
+
 }  // namespace kten::detail

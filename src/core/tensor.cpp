@@ -18,6 +18,8 @@
 #include "dispatch/dispatch.hpp"
 #include "storage.hpp"
 #include "views.hpp"
+#include "backend_glue.hpp"
+#include "emulated_memory.hpp"
 
 namespace kten {
 namespace detail {
@@ -69,6 +71,18 @@ void check_view_space(const Device& device, const ViewRequest& r, const char* op
     fail(op, "a View in memory space ", r.memory_space, " does not fit a tensor on ", device,
          ", whose memory space is ", wanted, "; deep_copy between the spaces, or use the matching device");
 }
+
+// The memory itself, where the runtime can tell (an unmanaged View, or a C or Fortran array, has
+// the right space in its type whatever its pointer): device memory wrapped on cpu(), or host
+// memory on a GPU, would be read from the wrong side by the first kernel. Emulated GPUs may wrap
+// host memory (kokkos.hpp's device_of); only their trapped arena is known to be theirs.
+void check_memory_home(const void* data, const Device& device) {
+  const MemoryHome home = in_emulated_memory(data) ? MemoryHome::gpu : gpu_memory_home(data);
+  if (home == MemoryHome::unknown || (home == MemoryHome::gpu) == device.is_gpu()) return;
+  fail<DeviceMismatch>("from_view()", "the memory at ", data, " is ", home == MemoryHome::gpu ? "GPU" : "host",
+                       " memory, so it cannot be wrapped as a tensor on ", device,
+                       "; wrap it on the device that holds it and copy with .to(), or pass memory of ", device);
+}
 }  // namespace
 
 Shape contiguous_strides(const Shape& shape) {
@@ -117,6 +131,7 @@ Tensor tensor_from_external(void* data, Shape shape, Shape strides, std::size_t 
                             std::shared_ptr<void> owner, const ViewRequest& r) {
   check_view_space(device, r, "from_view()");
   const std::int64_t n = checked_numel(shape, "from_view()");
+  if (n > 0) check_memory_home(data, device);
   auto storage = std::make_shared<Storage>();
   storage->data = data;
   storage->bytes = checked_nbytes(n == 0 ? 0 : static_cast<std::int64_t>(span), r.dtype, device, "from_view()");

@@ -124,6 +124,17 @@ int main(int argc, char** argv) {
     float host[4] = {1, 1, 1, 1};
     OK(kten_tensor_copy_to(w, host, KTEN_FLOAT32, 1, shape, NULL, kten_cpu()));
     CHECK(host[0] == 0 && host[3] == 0);
+    /* The wrong device is refused, where the runtime can tell: device memory on cpu() always (an
+       emulated GPU's trapped memory too), host memory on a real GPU (emulated ones may wrap it). */
+    kten_tensor wrong = NULL;
+    CHECK(kten_tensor_wrap(&wrong, p, KTEN_FLOAT32, 1, shape, NULL, kten_cpu()) == KTEN_DEVICE_MISMATCH);
+    CHECK(strstr(kten_last_error(), "GPU memory") != NULL);
+    const char* emulated = getenv("KTEN_EMULATE_GPUS");
+    if (!emulated || strcmp(emulated, "1") != 0) {
+      CHECK(kten_tensor_wrap(&wrong, host, KTEN_FLOAT32, 1, shape, NULL, kten_gpu(0)) == KTEN_DEVICE_MISMATCH);
+      CHECK(strstr(kten_last_error(), "host memory") != NULL);
+    }
+    CHECK(wrong == NULL);
     OK(kten_tensor_free(&z));
     OK(kten_tensor_free(&w));
   }

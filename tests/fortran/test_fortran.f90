@@ -3,8 +3,13 @@
 !   test_fortran <folder> stop                             an error without stat: kten's message, error stop
 program test_fortran
   use, intrinsic :: iso_fortran_env, only: real32, real64, int64
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_loc, c_f_pointer, c_int32_t, c_int64_t
   use kten
   implicit none
+  ! <kten/kten.h>'s device, for the C calls that stand in for an application's device allocation
+  type, bind(c) :: c_device
+    integer(c_int32_t) :: kind, index
+  end type
   integer :: failures = 0
   character(len=4096) :: folder
   character(len=8) :: mode
@@ -155,6 +160,7 @@ contains
     if (mode == "gpu") then
       call kten_model_forward(net, xh, pred, stat=stat)
       call check(stat == KTEN_DEVICE_MISMATCH, "a cpu tensor into a gpu model is refused")
+      call device_memory_in_place(net, x, yref)
     end if
     call kten_model_forward(net, xt, pred)
     call kten_tensor_to_array(pred, out)
@@ -230,6 +236,78 @@ contains
     call kten_free(pred); call kten_free(loss); call kten_free(ch); call kten_free(ct)
     call kten_free(opt); call kten_free(opt)
     call kten_free(net); call kten_free(again); call kten_free(again)
+  end subroutine
+
+  ! Device memory the application holds (in an OpenACC code, `u` inside `host_data use_device(u)`;
+  ! here memory allocated on the GPU through the C API, holding x) wraps in place on kten_gpu(0),
+  ! and is refused on kten_cpu(). With trapped emulated memory, any host read of it would crash.
+  subroutine device_memory_in_place(net, x, yref)
+    type(kten_model), intent(in) :: net
+    real(real32), target, intent(in) :: x(4, 8)
+    real(real32), intent(in) :: yref(2, 8)
+    interface
+      function c_tensor_zeros(out, dtype, ndim, shape, device) bind(c, name="kten_tensor_zeros")
+        import :: c_ptr, c_int32_t, c_int64_t, c_device
+        type(c_ptr), intent(inout) :: out
+        integer(c_int32_t), value :: dtype, ndim
+        integer(c_int64_t), intent(in) :: shape(*)
+        type(c_device), value :: device
+        integer(c_int32_t) :: c_tensor_zeros
+      end function
+      function c_tensor_wrap(out, data, dtype, ndim, shape, strides, device) bind(c, name="kten_tensor_wrap")
+        import :: c_ptr, c_int32_t, c_int64_t, c_device
+        type(c_ptr), intent(inout) :: out
+        type(c_ptr), value :: data, strides
+        integer(c_int32_t), value :: dtype, ndim
+        integer(c_int64_t), intent(in) :: shape(*)
+        type(c_device), value :: device
+        integer(c_int32_t) :: c_tensor_wrap
+      end function
+      function c_tensor_data(t, data) bind(c, name="kten_tensor_data")
+        import :: c_ptr, c_int32_t
+        type(c_ptr), value :: t
+        type(c_ptr), intent(out) :: data
+        integer(c_int32_t) :: c_tensor_data
+      end function
+      function c_tensor_copy_to(t, data, dtype, ndim, shape, strides, device) bind(c, name="kten_tensor_copy_to")
+        import :: c_ptr, c_int32_t, c_int64_t, c_device
+        type(c_ptr), value :: t, data, strides
+        integer(c_int32_t), value :: dtype, ndim
+        integer(c_int64_t), intent(in) :: shape(*)
+        type(c_device), value :: device
+        integer(c_int32_t) :: c_tensor_copy_to
+      end function
+      function c_tensor_free(t) bind(c, name="kten_tensor_free")
+        import :: c_ptr, c_int32_t
+        type(c_ptr), intent(inout) :: t
+        integer(c_int32_t) :: c_tensor_free
+      end function
+    end interface
+    integer(c_int32_t), parameter :: float32 = 0
+    integer(c_int64_t), parameter :: dims(2) = [8_c_int64_t, 4_c_int64_t]
+    type(c_ptr) :: allocation, host, data
+    real(real32), pointer :: u(:, :)
+    real(real32) :: out(2, 8)
+    type(kten_tensor) :: t, pred
+    integer :: stat
+    character(len=512) :: msg
+    allocation = c_null_ptr
+    host = c_null_ptr
+    call check(c_tensor_zeros(allocation, float32, 2, dims, c_device(1, 0)) == KTEN_OK, "device memory")
+    call check(c_tensor_data(allocation, data) == KTEN_OK, "its address")
+    call check(c_tensor_wrap(host, c_loc(x), float32, 2, dims, c_null_ptr, c_device(0, 0)) == KTEN_OK, "x on the host")
+    call check(c_tensor_copy_to(host, data, float32, 2, dims, c_null_ptr, c_device(1, 0)) == KTEN_OK, "x to the GPU")
+    call c_f_pointer(data, u, [4, 8])
+    call kten_tensor_from_array(t, u, kten_gpu(0))
+    call kten_model_forward(net, t, pred)
+    call kten_tensor_to_array(pred, out)
+    call check(maxval(abs(out - yref)) <= 1e-5, "device memory wrapped in place gives PyTorch's outputs")
+    msg = ""
+    call kten_tensor_from_array(t, u, kten_cpu(), stat=stat, errmsg=msg)
+    call check(stat == KTEN_DEVICE_MISMATCH .and. index(msg, "GPU memory") > 0, "device memory on kten_cpu(): " // trim(msg))
+    call kten_free(t)
+    call kten_free(pred)
+    call check(c_tensor_free(host) == KTEN_OK .and. c_tensor_free(allocation) == KTEN_OK, "released")
   end subroutine
 
   ! Re-wrapping in a loop keeps nothing alive; assignment shares a handle.
