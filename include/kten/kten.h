@@ -1,4 +1,4 @@
-/* \file kten.h
+/** \file kten.h
  * \brief kten's C API (plain C99): opaque, reference-counted handles for tensors, models and
  * optimisers; devices as small values. Every call returns a kten_status (KTEN_OK, 0, on success);
  * no C++ exception and no exit() crosses it. After a failure, kten_last_error() gives this thread's
