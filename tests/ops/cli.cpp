@@ -1,8 +1,9 @@
 // The harness's command line, for either reference (the reference's file defines run_rows):
 //
-//   PROGRAM [--self-test] [--coverage] [--row SUBSTRING] [--seed N] [--cases K] [--list] [--verbose]
+//   PROGRAM [--self-test] [--coverage] [--row SUBSTRING] [--shard I/N] [--seed N] [--cases K] [--list] [--verbose]
 //
-// --row runs the rows whose name contains SUBSTRING; --seed changes the base seed (every case's seed
+// --row runs the rows whose name contains SUBSTRING; --shard I/N (1 <= I <= N) the I-th of N
+// interleaved parts of the rows (CTest runs the parts in parallel); --seed changes the base seed (every case's seed
 // derives from it and the row's name, so a failure reproduces with --row and the seed it prints);
 // --cases K multiplies the number of cases per pass; --coverage checks that every public op of
 // <kten/ops.hpp> and <kten/tensor.hpp> is registered and every registered op has a row, and that
@@ -26,7 +27,8 @@ namespace {
 constexpr std::uint64_t kDefaultSeed = 20240517;
 
 int usage(const char* argv0) {
-  std::cerr << "usage: " << argv0 << " [--self-test] [--coverage] [--row SUBSTRING] [--seed N] [--cases K] [--list] [--verbose]\n";
+  std::cerr << "usage: " << argv0
+            << " [--self-test] [--coverage] [--row SUBSTRING] [--shard I/N] [--seed N] [--cases K] [--list] [--verbose]\n";
   return 2;
 }
 
@@ -85,6 +87,7 @@ int run_main(int argc, char* argv[], const std::string& program, const std::stri
   config.reference = reference;
   bool self_test = false, list = false;
   std::string only;
+  int shard = 1, shards = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -92,6 +95,12 @@ int run_main(int argc, char* argv[], const std::string& program, const std::stri
     else if (arg == "--list") list = true;
     else if (arg == "--verbose") config.verbose = true;
     else if (arg == "--row" && has_value) only = argv[++i];
+    else if (arg == "--shard" && has_value) {
+      char slash = 0;
+      std::istringstream in(argv[++i]);
+      if (!(in >> shard >> slash >> shards) || slash != '/' || !in.eof() || shards < 1 || shard < 1 || shard > shards)
+        return usage(argv[0]);
+    }
     else if (arg == "--seed" && has_value) config.seed = std::strtoull(argv[++i], nullptr, 10);
     else if (arg == "--cases" && has_value) {
       const int k = std::atoi(argv[++i]);
@@ -109,9 +118,12 @@ int run_main(int argc, char* argv[], const std::string& program, const std::stri
   if (self_test) return run_self_test(config, std::cout);
 
   std::vector<Row> rows;
+  std::size_t index = 0;  // every row's place in the tables, whichever rows --row keeps
   for (std::vector<Row> table : {op_table(), layer_table()})
     for (Row& row : table)
-      if (only.empty() || row.name.find(only) != std::string::npos) rows.push_back(std::move(row));
+      if (index++ % static_cast<std::size_t>(shards) == static_cast<std::size_t>(shard - 1) &&
+          (only.empty() || row.name.find(only) != std::string::npos))
+        rows.push_back(std::move(row));
   if (list) {
     for (const Row& row : rows)
       std::cout << row.name << (row.op.empty() ? "" : " [" + row.op + "]") << " (arity " << row.shapes.arity
@@ -119,7 +131,7 @@ int run_main(int argc, char* argv[], const std::string& program, const std::stri
     return 0;
   }
   if (rows.empty()) {
-    std::cerr << program << ": no row matches '" << only << "'\n";
+    std::cerr << program << ": no row matches '" << only << "' (shard " << shard << "/" << shards << ")\n";
     return 2;
   }
 
