@@ -20,7 +20,8 @@ struct Graph;
 
 /// \brief An imported ONNX graph as a kten::nn::Module: its float initializers are trainable
 /// parameters under their ONNX names ("0.weight" is the parameter "weight" of the child module
-/// "0", so state_dict() and named_parameters() give the ONNX names), integer initializers and
+/// "0", so state_dict() and named_parameters() give the ONNX names), except BatchNormalization's
+/// running mean and variance, which are buffers (as PyTorch's); integer initializers and
 /// constants are neither. The graph was checked and planned once by load(): each call runs its
 /// nodes in that order with kten's operations (so autograd gives the gradients), evaluates shape
 /// arithmetic (Shape, Gather, Concat, Unsqueeze...) on the host from tensor metadata, and frees
@@ -57,7 +58,7 @@ class Model : public nn::Module {
 /// `path` onto `device`. A missing, truncated or malformed file, a dangling node input, a cycle,
 /// an unsupported op, opset, attribute or dtype, external data outside the model's folder, or an
 /// initializer whose data does not match its shape is a kten::FormatError naming the node and op
-/// (or the initializer). A model with a node in training mode (Dropout's training_mode) starts in
+/// (or the initializer). A model with a node in training mode (Dropout's or BatchNormalization's training_mode) starts in
 /// train(), any other in eval().
 Model load(const std::string& path, const Device& device = cpu());
 

@@ -96,6 +96,7 @@ struct Value {
   Tensor constant{};       // Source::constant: the value on cpu()
   Tensor on_device{};      // Source::constant: its copy on the model's device
   Tensor parameter{};      // Source::parameter: the registered tensor (the module's handle)
+  bool buffer = false;     // Source::parameter read as running statistics: registered as a buffer
   int last_use = -1;       // the last node (plan order) that reads it; -1: none, or a graph output
   bool output = false;     // a graph output: never freed
 };

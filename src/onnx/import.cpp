@@ -214,7 +214,8 @@ Model::Model(std::shared_ptr<detail::Graph> graph) : graph_(std::move(graph)) {
         if (!dynamic_cast<Scope*>(child.get())) fail<FormatError>(op, "initializer '", v.name, "': '", parts[i], "' is taken");
         owner = child.get();
       }
-      v.parameter = owner->register_parameter(parts.back(), v.parameter);
+      v.parameter = v.buffer ? owner->register_buffer(parts.back(), v.parameter)
+                             : owner->register_parameter(parts.back(), v.parameter);
     } catch (const FormatError&) {
       throw;
     } catch (const Error& e) {
@@ -324,6 +325,11 @@ Model load(const std::string& path, const Device& device) {
     graph->outputs.push_back(it->second);
     graph->values[it->second].output = true;
   }
+  // BatchNormalization's running statistics are buffers, as PyTorch's: saved, never stepped.
+  for (const Node& n : nodes)
+    if (n.op_type == "BatchNormalization")
+      for (std::size_t i = 3; i < n.inputs.size(); ++i)
+        if (n.inputs[i] >= 0 && graph->values[n.inputs[i]].source == Source::parameter) graph->values[n.inputs[i]].buffer = true;
   for (const Node& n : nodes)
     if (n.impl->check) {
       try {
@@ -378,6 +384,10 @@ Model load(const std::string& path, const Device& device) {
       if (mode >= 0 && graph->values[mode].source == Source::constant && graph->values[mode].constant.numel() == 1 &&
           graph->values[mode].constant.astype(float64).item<double>() != 0)
         graph->trained_export = true;
+    }
+    if (n.op_type == "BatchNormalization") {
+      const auto mode = n.attributes.find("training_mode");
+      if (mode != n.attributes.end() && mode->second.i != 0) graph->trained_export = true;
     }
     bool all_constant = true, all_host = !n.inputs.empty();
     for (int v : n.inputs) {

@@ -419,6 +419,281 @@ Outs dropout_op(Call& c) {
 
 Outs identity(Call& c) { return {c.at(0)}; }
 
+// --- grids: convolution, pooling, padding, resampling, normalisation (PyTorch's CNN exports) ---
+
+// An attribute's string, or `fallback` when absent (read at load, before any Call exists).
+std::string node_text(const Node& n, const std::string& name, const std::string& fallback) {
+  const auto it = n.attributes.find(name);
+  return it == n.attributes.end() ? fallback : it->second.s;
+}
+
+std::int64_t node_int(const Node& n, const std::string& name, std::int64_t fallback) {
+  const auto it = n.attributes.find(name);
+  return it == n.attributes.end() ? fallback : it->second.i;
+}
+
+[[noreturn]] void refuse(const Node& n, const std::string& what) {
+  fail<FormatError>("onnx", "node '", n.name, "' (", n.op_type, "): ", what, " is not supported");
+}
+
+// Explicit padding only: PyTorch's exporter writes pads, never auto_pad.
+void check_auto_pad(const Node& n) {
+  const std::string auto_pad = node_text(n, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET") refuse(n, "auto_pad " + auto_pad + " (only NOTSET, with explicit pads)");
+}
+
+// The window attributes of a convolution or pooling node over `spatial` axes: each list holds one
+// value per spatial axis (pads: the begins, then the ends).
+struct Window {
+  Shape kernel, stride, dilation, begin, end;
+  bool symmetric() const { return begin == end; }
+};
+
+Window window_of(const Call& c, int spatial, const Shape& kernel) {
+  Window w;
+  w.kernel = c.attr_ints("kernel_shape", kernel);
+  w.stride = c.attr_ints("strides", Shape(static_cast<std::size_t>(spatial), 1));
+  w.dilation = c.attr_ints("dilations", Shape(static_cast<std::size_t>(spatial), 1));
+  const Shape pads = c.attr_ints("pads", Shape(2 * static_cast<std::size_t>(spatial), 0));
+  const auto n = static_cast<std::size_t>(spatial);
+  if (w.kernel.size() != n || w.stride.size() != n || w.dilation.size() != n || pads.size() != 2 * n)
+    fail<ShapeError>("onnx", c.where(), ": kernel_shape, strides, dilations and pads must hold ", spatial,
+                     " values (pads ", 2 * spatial, ") for a rank-", spatial + 2, " input");
+  if (std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p < 0; }))
+    fail<FormatError>("onnx", c.where(), ": negative pads are not supported");
+  w.begin.assign(pads.begin(), pads.begin() + spatial);
+  w.end.assign(pads.begin() + spatial, pads.end());
+  return w;
+}
+
+// The number of spatial axes of a channels-first input: 1 to 3, as kten's grid ops take.
+int spatial_axes(const Call& c, const Tensor& x) {
+  if (x.ndim() < 3 || x.ndim() > 5)
+    fail<ShapeError>("onnx", c.where(), ": the input must be (N, C, ...) with 1 to 3 spatial axes, not ", x.shape());
+  return x.ndim() - 2;
+}
+
+// kten::pad's order, (before, after) pairs from the last axis backwards, for the last `axes` axes.
+Shape torch_pads(const Shape& begin, const Shape& end) {
+  Shape pads;
+  for (std::size_t i = begin.size(); i-- > 0;) {
+    pads.push_back(begin[i]);
+    pads.push_back(end[i]);
+  }
+  return pads;
+}
+
+Outs conv(Call& c) {
+  Tensor x = c.at(0);
+  const Tensor& w = c.at(1);
+  const int spatial = spatial_axes(c, x);
+  Window win = window_of(c, spatial, Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()));
+  const Tensor b = c.has(2) ? c.in[2] : Tensor();
+  const std::int64_t groups = c.attr_int("group", 1);
+  if (!win.symmetric()) {  // kten's convolutions pad both sides alike: uneven pads go first
+    x = pad(x, torch_pads(win.begin, win.end));
+    win.begin.assign(win.begin.size(), 0);
+  }
+  using Conv = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Shape&, const Shape&, const Shape&, std::int64_t);
+  constexpr Conv by_rank[3] = {conv1d, conv2d, conv3d};
+  if (Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()) != win.kernel)
+    fail<ShapeError>("onnx", c.where(), ": kernel_shape ", win.kernel, " differs from the weight's ", w.shape());
+  return {by_rank[spatial - 1](x, w, b, win.stride, win.begin, win.dilation, groups)};
+}
+
+void check_conv_transpose(const Node& n) {
+  check_auto_pad(n);
+  if (n.attributes.count("output_shape")) refuse(n, "output_shape (give pads and output_padding)");
+}
+
+Outs conv_transpose(Call& c) {
+  const Tensor& x = c.at(0);
+  const Tensor& w = c.at(1);
+  const int spatial = spatial_axes(c, x);
+  const Window win = window_of(c, spatial, Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()));
+  const Shape output_padding = c.attr_ints("output_padding", Shape(static_cast<std::size_t>(spatial), 0));
+  const Tensor b = c.has(2) ? c.in[2] : Tensor();
+  const std::int64_t groups = c.attr_int("group", 1);
+  using ConvT = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Shape&, const Shape&, const Shape&,
+                           std::int64_t, const Shape&);
+  constexpr ConvT by_rank[3] = {conv_transpose1d, conv_transpose2d, conv_transpose3d};
+  if (win.symmetric()) return {by_rank[spatial - 1](x, w, b, win.stride, win.begin, output_padding, groups, win.dilation)};
+  // Uneven pads crop the unpadded result: `begin` elements before, `end` after.
+  Tensor y = by_rank[spatial - 1](x, w, b, win.stride, Shape(win.begin.size(), 0), output_padding, groups, win.dilation);
+  for (int i = 0; i < spatial; ++i) {
+    const std::int64_t keep = y.size(i + 2) - win.begin[i] - win.end[i];
+    if (keep < 1) fail<ShapeError>("onnx", c.where(), ": pads leave no output along spatial axis ", i);
+    y = y.narrow(i + 2, win.begin[i], keep);
+  }
+  return {y};
+}
+
+void check_max_pool(const Node& n) {
+  check_auto_pad(n);
+  if (node_int(n, "storage_order", 0) != 0) refuse(n, "storage_order 1");
+  if (n.outputs.size() > 1 && n.outputs[1] >= 0) refuse(n, "the Indices output");
+  const auto it = n.attributes.find("dilations");
+  if (it != n.attributes.end())
+    for (std::int64_t d : it->second.ints)
+      if (d != 1) refuse(n, "a dilation of " + std::to_string(d));
+}
+
+Outs max_pool(Call& c) {
+  Tensor x = c.at(0);
+  const int spatial = spatial_axes(c, x);
+  Window win = window_of(c, spatial, {});
+  if (c.attr_int("ceil_mode", 0) != 0)
+    for (int i = 0; i < spatial; ++i) {
+      // The last window may run past the end, as long as it starts inside the input or its left pad.
+      const std::int64_t span = x.size(i + 2) + win.begin[i] + win.end[i];
+      std::int64_t out = (span - win.kernel[i] + win.stride[i] - 1) / win.stride[i] + 1;
+      if ((out - 1) * win.stride[i] >= x.size(i + 2) + win.begin[i]) --out;
+      win.end[i] += std::max<std::int64_t>(0, (out - 1) * win.stride[i] + win.kernel[i] - span);
+    }
+  if (!win.symmetric()) {  // -inf never wins a window
+    x = pad(x, torch_pads(win.begin, win.end), nn::PaddingMode::zeros, -std::numeric_limits<double>::infinity());
+    win.begin.assign(win.begin.size(), 0);
+  }
+  using Pool = Tensor (*)(const Tensor&, const Shape&, const Shape&, const Shape&);
+  constexpr Pool by_rank[3] = {max_pool1d, max_pool2d, max_pool3d};
+  return {by_rank[spatial - 1](x, win.kernel, win.stride, win.begin)};
+}
+
+void check_average_pool(const Node& n) {
+  check_auto_pad(n);
+  const auto it = n.attributes.find("pads");
+  if (it != n.attributes.end()) {
+    const std::vector<std::int64_t>& p = it->second.ints;
+    if (!std::equal(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(p.size() / 2), p.begin() + static_cast<std::ptrdiff_t>(p.size() / 2)))
+      refuse(n, "uneven pads (a begin differing from its end)");
+  }
+}
+
+Outs average_pool(Call& c) {
+  const Tensor& x = c.at(0);
+  const int spatial = spatial_axes(c, x);
+  const Window win = window_of(c, spatial, {});
+  const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0, count_pad = c.attr_int("count_include_pad", 0) != 0;
+  using Pool = Tensor (*)(const Tensor&, const Shape&, const Shape&, const Shape&, bool, bool);
+  constexpr Pool by_rank[3] = {avg_pool1d, avg_pool2d, avg_pool3d};
+  return {by_rank[spatial - 1](x, win.kernel, win.stride, win.begin, ceil_mode, count_pad)};
+}
+
+Outs global_average_pool(Call& c) {
+  const Tensor& x = c.at(0);
+  std::vector<int> axes;
+  for (int i = 2; i < x.ndim(); ++i) axes.push_back(i);
+  if (axes.empty()) fail<ShapeError>("onnx", c.where(), ": the input must be (N, C, ...), not ", x.shape());
+  return {mean(x, axes, true)};
+}
+
+void check_pad(const Node& n) {
+  const std::string mode = node_text(n, "mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") refuse(n, "mode " + mode + " (constant, reflect, edge)");
+}
+
+Outs pad_op(Call& c) {
+  const Tensor& x = c.at(0);
+  const std::vector<std::int64_t> pads = c.ints(1);
+  if (pads.size() != 2 * static_cast<std::size_t>(x.ndim()))
+    fail<ShapeError>("onnx", c.where(), ": pads holds ", pads.size(), " values for a rank-", x.ndim(), " input");
+  if (std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p < 0; }))
+    fail<FormatError>("onnx", c.where(), ": negative pads (cropping) are not supported");
+  const std::string mode = node_text(c.node, "mode", "constant");
+  const double value = c.has(2) ? c.real(2) : 0.0;
+  // kten's order from the last axis; leading axes without padding are left out.
+  Shape begin(pads.begin(), pads.begin() + x.ndim()), end(pads.begin() + x.ndim(), pads.end());
+  while (!begin.empty() && begin.front() == 0 && end.front() == 0) {
+    begin.erase(begin.begin());
+    end.erase(end.begin());
+  }
+  if (begin.empty()) return {x};
+  const nn::PaddingMode m = mode == "reflect" ? nn::PaddingMode::reflect
+                            : mode == "edge"  ? nn::PaddingMode::replicate
+                                              : nn::PaddingMode::zeros;
+  return {pad(x, torch_pads(begin, end), m, value)};
+}
+
+void check_resize(const Node& n) {
+  const std::string mode = node_text(n, "mode", "nearest");
+  const std::string coordinates = node_text(n, "coordinate_transformation_mode", "half_pixel");
+  if (mode == "nearest") {
+    if (coordinates != "asymmetric") refuse(n, "nearest with coordinate_transformation_mode " + coordinates + " (asymmetric)");
+    const std::string rounding = node_text(n, "nearest_mode", "round_prefer_floor");
+    if (rounding != "floor") refuse(n, "nearest_mode " + rounding + " (floor)");
+  } else if (mode == "linear") {
+    if (coordinates != "half_pixel" && coordinates != "align_corners")
+      refuse(n, "linear with coordinate_transformation_mode " + coordinates + " (half_pixel, align_corners)");
+  } else {
+    refuse(n, "mode " + mode + " (nearest, linear)");
+  }
+  if (node_int(n, "exclude_outside", 0) != 0) refuse(n, "exclude_outside 1");
+}
+
+Outs resize(Call& c) {
+  const Tensor& x = c.at(0);
+  const int spatial = spatial_axes(c, x);
+  const bool linear = node_text(c.node, "mode", "nearest") == "linear";
+  const bool corners = node_text(c.node, "coordinate_transformation_mode", "half_pixel") == "align_corners";
+  constexpr nn::InterpolateMode linear_by_rank[3] = {nn::InterpolateMode::linear, nn::InterpolateMode::bilinear,
+                                                     nn::InterpolateMode::trilinear};
+  const nn::InterpolateMode mode = linear ? linear_by_rank[spatial - 1] : nn::InterpolateMode::nearest;
+  // Scales when given (not empty), else sizes; the batch and channel axes keep their extents.
+  if (c.has(2) && c.at(2).numel() > 0) {
+    const Tensor& given = c.host.size() > 2 && c.host[2].defined() ? c.host[2] : c.at(2);
+    std::vector<double> scales(static_cast<std::size_t>(given.numel()));
+    if (!given.device().is_cpu()) scales = given.astype(float64).to_vector<double>();
+    else kten::detail::read_cpu_values(given.astype(float64), scales.data(), float64);
+    if (scales.size() != static_cast<std::size_t>(x.ndim()) || scales[0] != 1 || scales[1] != 1)
+      fail<FormatError>("onnx", c.where(), ": scales must hold one per axis, 1 for the batch and channel axes");
+    return {interpolate(x, std::vector<double>(scales.begin() + 2, scales.end()), mode, corners)};
+  }
+  if (!c.has(3)) fail<FormatError>("onnx", c.where(), ": neither scales nor sizes is given");
+  const std::vector<std::int64_t> sizes = c.ints(3);
+  if (sizes.size() != static_cast<std::size_t>(x.ndim()) || sizes[0] != x.size(0) || sizes[1] != x.size(1))
+    fail<FormatError>("onnx", c.where(), ": sizes must hold one per axis, the batch and channel axes' own extents");
+  return {interpolate(x, Shape(sizes.begin() + 2, sizes.end()), mode, corners)};
+}
+
+Outs batch_normalization(Call& c) {
+  const Tensor& mean = c.at(3);
+  const Tensor& var = c.at(4);
+  // ONNX's momentum weighs the running value, PyTorch's (and kten's) the batch's.
+  const double momentum = 1.0 - c.attr_real("momentum", 0.9), eps = c.attr_real("epsilon", 1e-5);
+  // The model's mode decides, as for nn::BatchNorm (training_mode only sets the mode load() starts in).
+  const Tensor y = batch_norm(c.at(0), mean, var, c.at(1), c.at(2), c.training, momentum, eps);
+  return {y, mean, var};
+}
+
+Outs instance_normalization(Call& c) {
+  return {instance_norm(c.at(0), {}, {}, c.at(1), c.at(2), true, 0.1, c.attr_real("epsilon", 1e-5))};
+}
+
+// --- graphs: gathers and scatters along an axis (message passing) ---
+
+Outs gather_elements(Call& c) {
+  const Tensor& x = c.at(0);
+  return {gather(x, axis_in(c, c.attr_int("axis", 0), x.ndim()), c.at(1))};
+}
+
+void check_scatter_elements(const Node& n) {
+  const std::string reduction = node_text(n, "reduction", "none");
+  if (reduction != "none" && reduction != "add") refuse(n, "reduction " + reduction + " (none, add)");
+}
+
+Outs scatter_elements(Call& c) {
+  const Tensor& x = c.at(0);
+  const Tensor& index = c.at(1);
+  const Tensor& src = c.at(2);
+  const int axis = axis_in(c, c.attr_int("axis", 0), x.ndim());
+  if (node_text(c.node, "reduction", "none") == "add") return {scatter_add(x, axis, index, src)};
+  // Replacement (ONNX leaves repeated indices undefined): the scattered sources where any lands,
+  // x elsewhere; gradients reach x's kept elements and the sources.
+  const Tensor zero = zeros(x.shape(), x.device(), x.dtype());
+  const Tensor landed = scatter_add(zero, axis, index, ones(src.shape(), src.device(), src.dtype()));
+  return {where(gt(landed, 0.0), scatter_add(zero, axis, index, src), x)};
+}
+
 // --- load-time attribute checks ---
 
 void check_cast(const Node& n) {
@@ -441,10 +716,14 @@ const std::vector<OpImpl>& op_table() {
   static const std::vector<OpImpl> table = {
       {"Abs", 13, 17, 1, 1, 1, true, unary<k_abs>, nullptr},
       {"Add", 13, 17, 2, 2, 1, true, binary<k_add>, nullptr},
+      {"AveragePool", 13, 17, 1, 1, 1, true, average_pool, check_average_pool},
+      {"BatchNormalization", 13, 17, 5, 5, 3, false, batch_normalization, nullptr},
       {"Cast", 13, 17, 1, 1, 1, true, cast, check_cast},
       {"Concat", 13, 17, 1, 1 << 20, 1, true, concat, nullptr},
       {"Constant", 13, 17, 0, 0, 1, true, constant, nullptr},
       {"ConstantOfShape", 13, 17, 1, 1, 1, true, constant_of_shape, nullptr, 0b1},
+      {"Conv", 13, 17, 2, 3, 1, true, conv, check_auto_pad},
+      {"ConvTranspose", 13, 17, 2, 3, 1, true, conv_transpose, check_conv_transpose},
       {"Cos", 13, 17, 1, 1, 1, true, unary<k_cos>, nullptr},
       {"Div", 13, 17, 2, 2, 1, true, binary<k_div>, nullptr},
       {"Dropout", 13, 17, 1, 3, 2, false, dropout_op, nullptr, 0b110},
@@ -454,15 +733,20 @@ const std::vector<OpImpl>& op_table() {
       {"Expand", 13, 17, 2, 2, 1, true, expand, nullptr, 0b10},
       {"Flatten", 13, 17, 1, 1, 1, true, flatten, nullptr},
       {"Gather", 13, 17, 2, 2, 1, true, gather_op, nullptr, 0b10},
+      {"GatherElements", 13, 17, 2, 2, 1, true, gather_elements, nullptr},
       {"Gemm", 13, 17, 2, 3, 1, true, gemm, nullptr},
+      {"GlobalAveragePool", 13, 17, 1, 1, 1, true, global_average_pool, nullptr},
       {"Identity", 13, 17, 1, 1, 1, true, identity, nullptr},
+      {"InstanceNormalization", 13, 17, 3, 3, 1, true, instance_normalization, nullptr},
       {"LayerNormalization", 17, 17, 2, 3, 3, true, layer_normalization, check_layer_norm},
       {"LeakyRelu", 13, 17, 1, 1, 1, true, leaky_relu, nullptr},
       {"Log", 13, 17, 1, 1, 1, true, unary<k_log>, nullptr},
       {"LogSoftmax", 13, 17, 1, 1, 1, true, softmax_op, nullptr},
       {"MatMul", 13, 17, 2, 2, 1, true, matmul_op, nullptr},
+      {"MaxPool", 13, 17, 1, 1, 2, true, max_pool, check_max_pool},
       {"Mul", 13, 17, 2, 2, 1, true, binary<k_mul>, nullptr},
       {"Neg", 13, 17, 1, 1, 1, true, unary<k_neg>, nullptr},
+      {"Pad", 13, 17, 2, 3, 1, true, pad_op, check_pad, 0b110},
       {"Pow", 13, 17, 2, 2, 1, true, pow_op, nullptr},
       {"Range", 13, 17, 3, 3, 1, true, range, nullptr, 0b111},
       {"ReduceMax", 13, 17, 1, 1, 1, true, reduce, nullptr},
@@ -470,6 +754,8 @@ const std::vector<OpImpl>& op_table() {
       {"ReduceSum", 13, 17, 1, 2, 1, true, reduce, nullptr, 0b10},
       {"Relu", 13, 17, 1, 1, 1, true, unary<k_relu>, nullptr},
       {"Reshape", 13, 17, 2, 2, 1, true, reshape, nullptr, 0b10},
+      {"Resize", 13, 17, 1, 4, 1, true, resize, check_resize, 0b1110},
+      {"ScatterElements", 13, 17, 3, 3, 1, true, scatter_elements, check_scatter_elements},
       {"Shape", 13, 17, 1, 1, 1, true, shape_op, nullptr},
       {"Sigmoid", 13, 17, 1, 1, 1, true, unary<k_sigmoid>, nullptr},
       {"Sin", 13, 17, 1, 1, 1, true, unary<k_sin>, nullptr},
