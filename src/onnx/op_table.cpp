@@ -250,12 +250,22 @@ Outs slice(Call& c) {
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     fail<ShapeError>("onnx", c.where(), ": starts, ends, axes and steps differ in length");
   for (std::size_t i = 0; i < starts.size(); ++i) {
-    if (steps[i] != 1) fail<FormatError>("onnx", c.where(), ": a step of ", steps[i], " is not supported yet (only 1)");
+    if (steps[i] == 0) fail<FormatError>("onnx", c.where(), ": a step of 0");
     const int axis = axis_in(c, axes[i], x.ndim());
     const std::int64_t extent = x.size(axis);
-    const auto clampi = [&](std::int64_t v) { return std::clamp(v < 0 ? v + extent : v, std::int64_t{0}, extent); };
-    const std::int64_t b = clampi(starts[i]), e = clampi(ends[i]);
-    x = x.narrow(axis, b, std::max<std::int64_t>(e - b, 0));
+    if (steps[i] == 1) {
+      const auto clampi = [&](std::int64_t v) { return std::clamp(v < 0 ? v + extent : v, std::int64_t{0}, extent); };
+      const std::int64_t b = clampi(starts[i]), e = clampi(ends[i]);
+      x = x.narrow(axis, b, std::max<std::int64_t>(e - b, 0));
+      continue;
+    }
+    // Other steps (PyTorch's exporter flips its pads with step -1) pick their positions, clamped as
+    // ONNX says: to [0, extent] going forward, to [-1, extent - 1] going backward.
+    const std::int64_t low = steps[i] > 0 ? 0 : -1, high = steps[i] > 0 ? extent : extent - 1;
+    const auto clampi = [&](std::int64_t v) { return std::clamp(v < 0 ? v + extent : v, low, high); };
+    std::vector<std::int64_t> picked;
+    for (std::int64_t p = clampi(starts[i]), e = clampi(ends[i]); steps[i] > 0 ? p < e : p > e; p += steps[i]) picked.push_back(p);
+    x = picked.empty() ? x.narrow(axis, 0, 0) : index_select(x, axis, tensor(picked, x.device()));
   }
   return {x};
 }

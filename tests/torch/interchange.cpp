@@ -9,6 +9,8 @@
 //                                                         loads it and must compute kten's outputs
 //   kten-torch-interchange onnx PYTHON SCRIPT DIR         PyTorch exports an MLP as ONNX; kten loads,
 //                                                         runs, trains and re-exports it (onnx_from_torch)
+//   kten-torch-interchange onnx-grid PYTHON SCRIPT DIR    PyTorch exports CNNs, a U-Net and a graph net;
+//                                                         kten runs and trains them (onnx_grid_from_torch)
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -232,12 +234,53 @@ bool onnx_from_torch(const std::string& python, const std::string& script, const
   return run_python(python, script, "onnx-check", dir) && ok;
 }
 
+// --- ONNX grids and graphs (kten::onnx, issue 32) -----------------------------------------------
+// PyTorch exports a 1-D CNN (replicate padding, BatchNorm1d, average, max and adaptive pooling,
+// softmax) and a 2-D U-Net (circular padding, GroupNorm, GELU, ConvTranspose2d, bilinear and
+// nearest upsampling, skip concatenation, residual) in training mode, a 3-D conv net
+// (InstanceNorm3d, LeakyReLU, reflect padding) and a message-passing net (Embedding, index gathers,
+// scatter_add_, Where, Equal, gather) in evaluation mode. kten must give PyTorch's outputs (on a
+// batch other than the export's where the batch axis is dynamic) and parameter gradients, and for
+// the models trained here the parameters and BatchNorm's running statistics after three Adam steps.
+bool onnx_grid_from_torch(const std::string& python, const std::string& script, const std::string& dir,
+                          const kten::Device& device) {
+  if (!run_python(python, script, "onnx-grid-export", dir)) return false;
+  bool ok = true;
+  for (const std::string name : {"cnn1d", "unet", "conv3d", "gnn"}) {
+    auto net = kten::onnx::load(dir + "/" + name + ".onnx", device);
+    const auto ref = kten::io::load_safetensors(dir + "/" + name + "-ref.safetensors", device);
+    std::vector<kten::Tensor> inputs;
+    for (std::size_t i = 0; i < net.input_names().size(); ++i) inputs.push_back(find(ref, "in." + std::to_string(i)));
+    const kten::Tensor target = find(ref, "target");
+    const bool trained = std::any_of(ref.begin(), ref.end(), [](const auto& named) { return named.first.rfind("after.", 0) == 0; });
+    std::cout << name << ": opset " << net.opset() << ", " << net.named_parameters().size() << " parameters, "
+              << net.named_buffers().size() << " buffers, " << (trained ? "exported in training mode" : "evaluation mode") << "\n";
+    ok = close_to_largest(name + ": outputs", net.run(inputs)[0], find(ref, "y"), 1e-4) && ok;
+    net.zero_grad();
+    kten::nn::MSELoss()(net.run(inputs)[0], target).backward();
+    for (const auto& p : net.named_parameters())
+      ok = close_to_largest(name + ": gradient of " + p.name, p.slot->value.grad(), find(ref, "grad." + p.name), 1e-4) && ok;
+    if (!trained) continue;
+    net.zero_grad();
+    kten::optim::Adam adam(1e-2);
+    for (int step = 0; step < 3; ++step) {
+      adam.zero_grad(net);
+      kten::nn::MSELoss()(net.run(inputs)[0], target).backward();
+      adam.step(net);
+    }
+    for (const auto& [key, t] : net.state_dict())
+      ok = close(name + ": " + key + " after three Adam steps", t, find(ref, "after." + key), 0, 1e-5) && ok;
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
   kten::test::configure_run();
-  if (argc != 5 || (std::string(argv[1]) != "from-torch" && std::string(argv[1]) != "to-torch" && std::string(argv[1]) != "onnx")) {
-    std::cerr << "usage: " << argv[0] << " from-torch|to-torch|onnx PYTHON SCRIPT DIR\n";
+  if (argc != 5 || (std::string(argv[1]) != "from-torch" && std::string(argv[1]) != "to-torch" && std::string(argv[1]) != "onnx" &&
+                    std::string(argv[1]) != "onnx-grid")) {
+    std::cerr << "usage: " << argv[0] << " from-torch|to-torch|onnx|onnx-grid PYTHON SCRIPT DIR\n";
     return 2;
   }
   kten::ScopeGuard guard;
@@ -248,6 +291,7 @@ int main(int argc, char* argv[]) {
   std::cout << "kten-torch-interchange " << command << " on " << device.str() << ", files in " << dir << "\n";
   try {
     if (command == "onnx") return onnx_from_torch(python, script, dir, device) ? 0 : 1;
+    if (command == "onnx-grid") return onnx_grid_from_torch(python, script, dir, device) ? 0 : 1;
     if (command == "from-torch") return run_python(python, script, "save", dir) && from_torch(dir, device) ? 0 : 1;
     to_torch(dir, device);
     return run_python(python, script, "check", dir) ? 0 : 1;

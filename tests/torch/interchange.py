@@ -191,6 +191,155 @@ def onnx_export(folder):
     return 0
 
 
+# --- ONNX grids and graphs (kten::onnx, issue 32): CNNs, a U-Net and a message-passing net ---
+
+class OnnxCnn1d(torch.nn.Module):
+    """1-D CNN: replicate padding, BatchNorm1d, average pooling (count_include_pad), max pooling
+    (ceil_mode), adaptive average pooling, softmax."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(11)
+        self.conv1 = torch.nn.Conv1d(2, 8, 5, padding=2, padding_mode="replicate", bias=False)  # BatchNorm follows
+        self.norm = torch.nn.BatchNorm1d(8)
+        self.conv2 = torch.nn.Conv1d(8, 8, 3, padding=1, dilation=1)
+        self.head = torch.nn.Linear(32, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.norm(self.conv1(torch.nn.functional.adaptive_avg_pool1d(x, 16))))
+        x = torch.nn.functional.avg_pool1d(x, 3, stride=2, padding=1)
+        x = torch.nn.functional.max_pool1d(torch.tanh(self.conv2(x)), 3, stride=2, ceil_mode=True)
+        return torch.softmax(self.head(x.flatten(1)), dim=1)
+
+
+def circular_pad(x):
+    """Periodic padding by 1 on H and W, as Conv2d's padding_mode="circular" pads, written out:
+    PyTorch 1.13 exports that mode wrongly (symbolic_opset9._pad_circular wraps x[-2:-1], not
+    x[-1:], for a pad of 1), so kten, running the file as ONNX says, would rightly differ."""
+    x = torch.cat([x[:, :, -1:], x, x[:, :, :1]], dim=2)
+    return torch.cat([x[:, :, :, -1:], x, x[:, :, :, :1]], dim=3)
+
+
+class OnnxUNet(torch.nn.Module):
+    """2-D U-Net: circular padding, GroupNorm, GELU, strided Conv2d down, ConvTranspose2d and
+    bilinear and nearest upsampling up, a skip concatenation and a residual sum."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(12)
+        self.enc = torch.nn.Conv2d(1, 8, 3)
+        self.enc_norm = torch.nn.GroupNorm(2, 8)
+        self.down = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.down_norm = torch.nn.GroupNorm(4, 16)
+        self.up = torch.nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1)
+        self.mix = torch.nn.Conv2d(16, 8, 3, padding=1)
+        self.side = torch.nn.Conv2d(16, 8, 1)
+        self.out = torch.nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        e = torch.nn.functional.gelu(self.enc_norm(self.enc(circular_pad(x))))
+        d = torch.nn.functional.gelu(self.down_norm(self.down(e)))
+        u = self.mix(torch.cat([self.up(d), e], dim=1)) + e
+        u = u + self.side(torch.nn.functional.interpolate(d, scale_factor=2, mode="bilinear", align_corners=False))
+        u = u + torch.nn.functional.interpolate(self.side(d), scale_factor=2, mode="nearest")
+        return self.out(torch.nn.functional.gelu(u))
+
+
+class OnnxConv3d(torch.nn.Module):
+    """3-D conv net: InstanceNorm3d (affine and not), LeakyReLU, MaxPool3d, reflect padding,
+    global average pooling."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(13)
+        self.conv1 = torch.nn.Conv3d(1, 4, 3, padding=1)
+        self.norm1 = torch.nn.InstanceNorm3d(4, affine=True)
+        self.conv2 = torch.nn.Conv3d(4, 6, 3, padding=1, padding_mode="reflect")
+        self.norm2 = torch.nn.InstanceNorm3d(6)
+        self.head = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        x = torch.nn.functional.max_pool3d(torch.nn.functional.leaky_relu(self.norm1(self.conv1(x)), 0.2), 2)
+        x = torch.nn.functional.leaky_relu(self.norm2(self.conv2(x)), 0.1)
+        return self.head(torch.nn.functional.adaptive_avg_pool3d(x, 1).flatten(1))
+
+
+class OnnxGnn(torch.nn.Module):
+    """Message passing on a graph of typed nodes: Embedding, index gathers of the edge ends, sums
+    into the receivers by index_add_ and scatter_add_, a mean by degree (Where, Equal), gather."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(14)
+        self.embed = torch.nn.Embedding(6, 8)
+        self.message = torch.nn.Linear(16, 8)
+        self.update = torch.nn.Linear(16, 8)
+        self.head = torch.nn.Linear(8, 2)
+
+    def forward(self, types, edges):
+        h = self.embed(types)
+        for _ in range(2):
+            src, dst = edges[0], edges[1]
+            m = torch.nn.functional.softplus(self.message(torch.cat([h[src], h.index_select(0, dst)], dim=1)))
+            summed = torch.zeros_like(h).scatter_add_(0, dst.unsqueeze(1).expand(-1, 8), m)
+            degree = torch.zeros_like(h[:, :1]).scatter_add_(0, dst.unsqueeze(1), torch.ones_like(m[:, :1]))
+            mean = summed / torch.where(degree == 0, torch.ones_like(degree), degree)
+            h = h + torch.erf(self.update(torch.cat([h, mean], dim=1)))
+        first = torch.gather(h, 1, torch.zeros_like(h[:, :2], dtype=torch.int64))
+        return self.head(h) + first
+
+
+def onnx_grid_export(folder):
+    """For each model <name>: <name>.onnx and <name>-ref.safetensors: inputs (in.<i>; a batch other
+    than the export's where the batch axis is dynamic), a target, PyTorch's outputs y, the MSE
+    loss's parameter gradients (grad.<name>) and, for the models exported in training mode, the
+    parameters and buffers after three Adam steps (after.<name>). PyTorch starts from the file's
+    initializers (tracing in training mode runs BatchNorm once). index_add_ is not used: PyTorch
+    1.13 refuses to export it with repeated indices, which message passing has."""
+    import onnx
+    import onnx.numpy_helper
+    from torch.onnx import TrainingMode
+    types = torch.tensor([0, 1, 2, 3, 4, 5, 1])
+    edges = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 0], [1, 2, 3, 4, 5, 6, 0, 3]])
+    cases = [  # name, model, export inputs, reference inputs, training, opset, dynamic batch
+        ("cnn1d", OnnxCnn1d(), (torch.randn(4, 2, 32),), (torch.randn(6, 2, 32),), True, 15, True),
+        ("unet", OnnxUNet(), (torch.randn(2, 1, 16, 16),), (torch.randn(3, 1, 16, 16),), True, 17, True),
+        ("conv3d", OnnxConv3d(), (torch.randn(2, 1, 8, 8, 8),), (torch.randn(3, 1, 8, 8, 8),), False, 17, True),
+        ("gnn", OnnxGnn(), (types, edges), (torch.tensor([5, 4, 3, 2, 1, 0, 2]),
+                                            torch.tensor([[6, 5, 4, 3, 2, 1, 0, 6], [0, 6, 5, 4, 3, 2, 1, 1]])), False, 16, False),
+    ]
+    for name, net, example, inputs, training, opset, dynamic in cases:
+        net.train(training)
+        names = [f"in.{i}" for i in range(len(example))]
+        axes = {n: {0: "batch"} for n in names + ["y"]} if dynamic else None
+        torch.onnx.export(net, example, f"{folder}/{name}.onnx", opset_version=opset, input_names=names,
+                          output_names=["y"], dynamic_axes=axes,
+                          training=TrainingMode.TRAINING if training else TrainingMode.EVAL,
+                          do_constant_folding=not training)
+        stored = {t.name: torch.from_numpy(onnx.numpy_helper.to_array(t).copy())
+                  for t in onnx.load(f"{folder}/{name}.onnx").graph.initializer}
+        state = net.state_dict()
+        net.load_state_dict({k: stored.get(k, v) for k, v in state.items()})
+        y = net(*inputs).detach()
+        target = torch.randn(y.shape)
+        ref = {f"in.{i}": t for i, t in enumerate(inputs)}
+        ref.update({"target": target, "y": y})
+        net.zero_grad()
+        torch.nn.functional.mse_loss(net(*inputs), target).backward()
+        ref.update({f"grad.{n}": p.grad.clone() for n, p in net.named_parameters()})
+        if training:
+            adam = torch.optim.Adam(net.parameters(), lr=1e-2)
+            for _ in range(3):
+                adam.zero_grad()
+                torch.nn.functional.mse_loss(net(*inputs), target).backward()
+                adam.step()
+            ref.update({f"after.{n}": t.detach().clone() for n, t in net.state_dict().items()
+                        if t.is_floating_point()})
+        save_file(ref, f"{folder}/{name}-ref.safetensors")
+        print(f"{name}: exported at opset {opset} in {'training' if training else 'evaluation'} mode")
+    return 0
+
+
 def onnx_check(folder):
     """onnx.checker (full check, with shape inference) on every kten-*.onnx that kten wrote."""
     import glob
@@ -209,6 +358,8 @@ if __name__ == "__main__":
         save(folder)
     elif command == "onnx-export":
         sys.exit(onnx_export(folder))
+    elif command == "onnx-grid-export":
+        sys.exit(onnx_grid_export(folder))
     elif command == "onnx-check":
         sys.exit(onnx_check(folder))
     else:
