@@ -97,6 +97,18 @@ struct Builder {
     a->set_type(::onnx::AttributeProto_AttributeType_INTS);
     for (std::int64_t x : v) a->add_ints(x);
   }
+  static void attr_s(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto_AttributeType_STRING);
+    a->set_s(v);
+  }
+  static void attr_f(::onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
+    a->set_f(v);
+  }
   std::string bytes() const { return model.SerializeAsString(); }
   std::string write(const std::string& file) const {
     const std::string path = (scratch() / file).string();
@@ -473,6 +485,244 @@ TEST_CASE("onnx: a graph exported in training mode starts in train(), and the mo
   REQUIRE(max(net(x)).item<double>() == 2.0);  // kept ones scaled by 1 / (1 - p)
   net.eval();
   test::require_allclose<float>(net(x), std::vector<double>(2000, 1.0), 0, 0);
+}
+
+// The values of `t` on the host, for comparisons.
+std::vector<double> values(const Tensor& t) { return test::host_doubles<double>(t.astype(float64)); }
+
+// A float tensor of `shape` holding 0.5, -0.25, 1, ... (distinct, mixed signs), as an initializer too.
+std::vector<float> ramp(std::int64_t n, float scale = 0.1f) {
+  std::vector<float> v;
+  for (std::int64_t i = 0; i < n; ++i) v.push_back(scale * static_cast<float>((i * 7) % 11 - 5));
+  return v;
+}
+
+TEST_CASE("onnx: Conv and ConvTranspose compute kten's convolutions, uneven pads included", "[onnx]") {
+  const Device d = test::device();
+  Builder b(17);
+  b.input("x", {-1, 4, 6, 7});
+  b.input("s", {-1, 2, 5});
+  b.floats("w", ramp(2 * 2 * 3 * 2), {2, 2, 3, 2});
+  b.floats("bias", {0.5f, -0.5f}, {2});
+  b.floats("wt", ramp(2 * 3 * 3, 0.2f), {2, 3, 3});
+  auto* conv = b.node("Conv", {"x", "w", "bias"}, {"y"}, "conv");
+  Builder::attr(conv, "pads", std::vector<std::int64_t>{1, 0, 0, 1});  // begins (H, W), then ends
+  Builder::attr(conv, "strides", std::vector<std::int64_t>{1, 2});
+  Builder::attr(conv, "dilations", std::vector<std::int64_t>{2, 1});
+  Builder::attr(conv, "group", 2);
+  auto* up = b.node("ConvTranspose", {"s", "wt"}, {"t"}, "up");
+  Builder::attr(up, "strides", std::vector<std::int64_t>{2});
+  Builder::attr(up, "pads", std::vector<std::int64_t>{1, 1});
+  Builder::attr(up, "output_padding", std::vector<std::int64_t>{1});
+  auto* crop = b.node("ConvTranspose", {"s", "wt"}, {"c"}, "crop");
+  Builder::attr(crop, "pads", std::vector<std::int64_t>{2, 0});
+  b.output("y", {-1, 2, -1, -1});
+  b.output("t", {-1, 3, -1});
+  b.output("c", {-1, 3, -1});
+  auto net = kten::onnx::load(b.write("kten-test-conv.onnx"), d);
+  const Tensor x = randn({3, 4, 6, 7}, d, 21), s = randn({2, 2, 5}, d, 22);
+  const auto ys = net.run({x, s});
+  const Tensor w = net.state_dict()[0].second, bias = net.state_dict()[1].second, wt = net.state_dict()[2].second;
+  const Tensor want = conv2d(pad(x, {0, 1, 1, 0}), w, bias, {1, 2}, {0}, {2, 1}, 2);
+  test::require_allclose<double>(ys[0].astype(float64), values(want), 1e-5, 1e-6);
+  test::require_allclose<double>(ys[1].astype(float64), values(conv_transpose1d(s, wt, {}, {2}, {1}, {1})), 1e-5, 1e-6);
+  REQUIRE(ys[2].shape() == Shape{2, 3, 5});  // 7 long unpadded, 2 cropped before
+  test::require_allclose<double>(ys[2].astype(float64), values(conv_transpose1d(s, wt).narrow(2, 2, 5)), 1e-5, 1e-6);
+  // Gradients reach the weights through kten's registered ops.
+  net.zero_grad();
+  sum(net.run({x, s})[0]).backward();
+  Tensor w2 = w.detach();
+  w2.requires_grad_(true);
+  sum(conv2d(pad(x, {0, 1, 1, 0}), w2, bias.detach(), {1, 2}, {0}, {2, 1}, 2)).backward();
+  test::require_allclose<double>(net.named_parameters()[0].slot->value.grad().astype(float64), values(w2.grad()), 1e-5, 1e-6);
+}
+
+TEST_CASE("onnx: MaxPool, AveragePool and GlobalAveragePool compute kten's pooling", "[onnx]") {
+  const Device d = test::device();
+  Builder b(17);
+  b.input("x", {-1, 2, 9});
+  auto* max = b.node("MaxPool", {"x"}, {"mx"}, "max");
+  Builder::attr(max, "kernel_shape", std::vector<std::int64_t>{2});
+  Builder::attr(max, "strides", std::vector<std::int64_t>{2});
+  Builder::attr(max, "ceil_mode", 1);
+  auto* avg = b.node("AveragePool", {"x"}, {"av"}, "avg");
+  Builder::attr(avg, "kernel_shape", std::vector<std::int64_t>{3});
+  Builder::attr(avg, "strides", std::vector<std::int64_t>{2});
+  Builder::attr(avg, "pads", std::vector<std::int64_t>{1, 1});
+  Builder::attr(avg, "count_include_pad", 1);
+  auto* ceil = b.node("AveragePool", {"x"}, {"ac"}, "avg_ceil");
+  Builder::attr(ceil, "kernel_shape", std::vector<std::int64_t>{2});
+  Builder::attr(ceil, "strides", std::vector<std::int64_t>{2});
+  Builder::attr(ceil, "ceil_mode", 1);
+  b.node("GlobalAveragePool", {"x"}, {"g"}, "global");
+  for (const char* out : {"mx", "av", "ac", "g"}) b.output(out, {-1, 2, -1});
+  auto net = kten::onnx::load(b.write("kten-test-pool.onnx"), d);
+  std::vector<float> v;
+  for (int i = 1; i <= 18; ++i) v.push_back(static_cast<float>(i % 2 == 0 ? i : -i));
+  const Tensor x = tensor(v, {1, 2, 9}, d);
+  const auto ys = net.run({x});
+  // Windows of 2, 2 apart, the last one (element 9) past the end: ceil_mode keeps it.
+  test::require_allclose<double>(ys[0].astype(float64), {2, 4, 6, 8, -9, 10, 12, 14, 16, 18}, 0, 0);
+  test::require_allclose<double>(ys[1].astype(float64), values(avg_pool1d(x, {3}, {2}, {1}, false, true)), 1e-6, 1e-6);
+  test::require_allclose<double>(ys[2].astype(float64), values(avg_pool1d(x, {2}, {2}, {0}, true, false)), 1e-6, 1e-6);
+  test::require_allclose<double>(ys[3].astype(float64), values(mean(x, {2}, true)), 1e-6, 1e-6);
+}
+
+TEST_CASE("onnx: Pad's constant, reflect and edge modes are kten's pad", "[onnx]") {
+  const Device d = test::device();
+  Builder b(17);
+  b.input("x", {-1, 2, 3, 4});
+  b.ints("pads", {0, 0, 1, 2, 0, 0, 2, 1});  // H and W: (1, 2) and (2, 1)
+  auto* value = b.graph->add_initializer();
+  value->set_name("value");
+  value->set_data_type(1);
+  value->add_float_data(1.5f);
+  b.node("Pad", {"x", "pads", "value"}, {"c"}, "constant");
+  Builder::attr_s(b.node("Pad", {"x", "pads"}, {"r"}, "reflect"), "mode", "reflect");
+  Builder::attr_s(b.node("Pad", {"x", "pads"}, {"e"}, "edge"), "mode", "edge");
+  for (const char* out : {"c", "r", "e"}) b.output(out, {-1, 2, 6, 7});
+  auto net = kten::onnx::load(b.write("kten-test-pad.onnx"), d);
+  const Tensor x = randn({2, 2, 3, 4}, d, 23);
+  const auto ys = net.run({x});
+  const Shape torch_order = {2, 1, 1, 2};
+  test::require_allclose<double>(ys[0].astype(float64), values(pad(x, torch_order, nn::PaddingMode::zeros, 1.5)), 0, 0);
+  test::require_allclose<double>(ys[1].astype(float64), values(pad(x, torch_order, nn::PaddingMode::reflect)), 0, 0);
+  test::require_allclose<double>(ys[2].astype(float64), values(pad(x, torch_order, nn::PaddingMode::replicate)), 0, 0);
+}
+
+TEST_CASE("onnx: Resize's nearest and linear modes are kten's interpolate", "[onnx]") {
+  const Device d = test::device();
+  Builder b(17);
+  b.input("x", {-1, 2, 3, 5});
+  b.ints("sizes", {2, 2, 7, 8});
+  auto* scales = b.graph->add_initializer();
+  scales->set_name("scales");
+  scales->set_data_type(1);
+  scales->add_dims(4);
+  for (float f : {1.f, 1.f, 2.f, 1.5f}) scales->add_float_data(f);
+  auto* nearest = b.node("Resize", {"x", "", "", "sizes"}, {"n"}, "nearest");
+  Builder::attr_s(nearest, "coordinate_transformation_mode", "asymmetric");
+  Builder::attr_s(nearest, "nearest_mode", "floor");
+  auto* half = b.node("Resize", {"x", "", "scales"}, {"h"}, "half_pixel");
+  Builder::attr_s(half, "mode", "linear");
+  auto* corners = b.node("Resize", {"x", "", "", "sizes"}, {"a"}, "align_corners");
+  Builder::attr_s(corners, "mode", "linear");
+  Builder::attr_s(corners, "coordinate_transformation_mode", "align_corners");
+  for (const char* out : {"n", "h", "a"}) b.output(out, {-1, 2, -1, -1});
+  auto net = kten::onnx::load(b.write("kten-test-resize.onnx"), d);
+  const Tensor x = randn({2, 2, 3, 5}, d, 24);
+  const auto ys = net.run({x});
+  using nn::InterpolateMode;
+  test::require_allclose<double>(ys[0].astype(float64), values(interpolate(x, Shape{7, 8}, InterpolateMode::nearest)), 0, 0);
+  test::require_allclose<double>(ys[1].astype(float64), values(interpolate(x, std::vector<double>{2, 1.5}, InterpolateMode::bilinear)), 1e-6, 1e-6);
+  test::require_allclose<double>(ys[2].astype(float64), values(interpolate(x, Shape{7, 8}, InterpolateMode::bilinear, true)), 1e-6, 1e-6);
+}
+
+TEST_CASE("onnx: BatchNormalization keeps running statistics as buffers and updates them in training", "[onnx]") {
+  const Device d = test::device();
+  const auto build = [](int training_mode) {
+    Builder b(15);
+    b.input("x", {-1, 3, 4});
+    b.floats("bn.weight", {1.5f, 0.5f, -1.f}, {3});
+    b.floats("bn.bias", {0.1f, 0.2f, 0.3f}, {3});
+    b.floats("bn.running_mean", {0.5f, -0.5f, 0.f}, {3});
+    b.floats("bn.running_var", {2.f, 0.5f, 1.f}, {3});
+    b.floats("in.scale", {2.f, -1.f, 0.5f}, {3});
+    b.floats("in.bias", {0.f, 1.f, -1.f}, {3});
+    auto* bn = b.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"y"}, "bn");
+    Builder::attr_f(bn, "momentum", 0.75f);  // ONNX's: the running value's weight
+    Builder::attr(bn, "training_mode", training_mode);
+    Builder::attr_f(b.node("InstanceNormalization", {"x", "in.scale", "in.bias"}, {"i"}, "in"), "epsilon", 1e-3f);
+    b.output("y", {-1, 3, 4});
+    b.output("i", {-1, 3, 4});
+    return b;
+  };
+  const Tensor x = randn({5, 3, 4}, d, 25);
+  const Tensor w = tensor({1.5f, 0.5f, -1.f}, d), bias = tensor({0.1f, 0.2f, 0.3f}, d);
+  auto eval = kten::onnx::load(build(0).write("kten-test-bn-eval.onnx"), d);
+  REQUIRE_FALSE(eval.is_training());
+  REQUIRE(eval.named_parameters().size() == 4);  // weight, bias and the InstanceNormalization's
+  REQUIRE(eval.named_buffers().size() == 2);
+  REQUIRE(eval.named_buffers()[0].first == "bn.running_mean");
+  const auto ys = eval.run({x});
+  const Tensor mean0 = tensor({0.5f, -0.5f, 0.f}, d), var0 = tensor({2.f, 0.5f, 1.f}, d);
+  test::require_allclose<double>(ys[0].astype(float64), values(batch_norm(x, mean0, var0, w, bias)), 1e-5, 1e-6);
+  const Tensor scale = tensor({2.f, -1.f, 0.5f}, d), shift = tensor({0.f, 1.f, -1.f}, d);
+  test::require_allclose<double>(ys[1].astype(float64), values(instance_norm(x, {}, {}, scale, shift, true, 0.1, 1e-3)), 1e-5, 1e-6);
+
+  auto train = kten::onnx::load(build(1).write("kten-test-bn-train.onnx"), d);
+  REQUIRE(train.is_training());
+  const Tensor mean1 = tensor({0.5f, -0.5f, 0.f}, d), var1 = tensor({2.f, 0.5f, 1.f}, d);  // updated by batch_norm
+  const Tensor want = batch_norm(x, mean1, var1, w, bias, true, 0.25);
+  test::require_allclose<double>(train.run({x})[0].astype(float64), values(want), 1e-5, 1e-6);
+  test::require_allclose<double>(train.named_buffers()[0].second.astype(float64), values(mean1), 1e-6, 1e-7);
+  test::require_allclose<double>(train.named_buffers()[1].second.astype(float64), values(var1), 1e-6, 1e-7);
+  REQUIRE(values(mean1) != values(mean0));
+  train.eval();  // the running statistics again, now the updated ones
+  test::require_allclose<double>(train.run({x})[0].astype(float64), values(batch_norm(x, mean1, var1, w, bias)), 1e-5, 1e-6);
+}
+
+TEST_CASE("onnx: GatherElements and ScatterElements are kten's gather and scatters", "[onnx]") {
+  const Device d = test::device();
+  Builder b(16);
+  b.input("x", {4, 3});
+  b.input("index", {2, 3}, 7);
+  b.input("src", {2, 3});
+  Builder::attr(b.node("GatherElements", {"x", "index"}, {"g"}, "gather"), "axis", 0);
+  Builder::attr_s(b.node("ScatterElements", {"x", "index", "src"}, {"add"}, "scatter_add"), "reduction", "add");
+  b.node("ScatterElements", {"x", "index", "src"}, {"put"}, "scatter");
+  b.output("g", {2, 3});
+  b.output("add", {4, 3});
+  b.output("put", {4, 3});
+  auto net = kten::onnx::load(b.write("kten-test-scatter.onnx"), d);
+  const Tensor x = randn({4, 3}, d, 26), src = randn({2, 3}, d, 27);
+  const Tensor index = tensor(std::vector<std::int64_t>{3, 0, 1, 1, 2, 3}, {2, 3}, d);
+  const auto ys = net.run({x, index, src});
+  test::require_allclose<double>(ys[0].astype(float64), values(gather(x, 0, index)), 0, 0);
+  test::require_allclose<double>(ys[1].astype(float64), values(scatter_add(x, 0, index, src)), 1e-6, 1e-7);
+  std::vector<double> put = values(x);
+  const std::vector<double> s = values(src);
+  const std::int64_t at[] = {3, 0, 1, 1, 2, 3};
+  for (int k = 0; k < 6; ++k) put[static_cast<std::size_t>(at[k] * 3 + k % 3)] = s[static_cast<std::size_t>(k)];
+  test::require_allclose<double>(ys[2].astype(float64), put, 0, 0);
+}
+
+TEST_CASE("onnx: grid and graph attributes kten cannot honour are FormatErrors naming the node and op", "[onnx]") {
+  struct Refusal {
+    const char* op;
+    const char* attribute;
+    const char* value;  // a string attribute's value, or null for the integer list {2, 2}
+    const char* message;
+  };
+  const Refusal refusals[] = {
+      {"Conv", "auto_pad", "SAME_UPPER", "auto_pad SAME_UPPER"},
+      {"ConvTranspose", "output_shape", nullptr, "output_shape"},
+      {"MaxPool", "dilations", nullptr, "a dilation of 2"},
+      {"AveragePool", "auto_pad", "VALID", "auto_pad VALID"},
+      {"Pad", "mode", "wrap", "mode wrap"},
+      {"Resize", "mode", "cubic", "mode cubic"},
+      {"Resize", "coordinate_transformation_mode", "pytorch_half_pixel", "pytorch_half_pixel"},
+      {"ScatterElements", "reduction", "mul", "reduction mul"},
+  };
+  for (const Refusal& r : refusals) {
+    Builder b(17);
+    b.input("x", {1, 2, 4, 4});
+    b.floats("w", ramp(2 * 2 * 2 * 2), {2, 2, 2, 2});
+    b.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+    b.ints("index", {0});
+    const std::string op = r.op;
+    const std::vector<std::string> in = op == "Conv" || op == "ConvTranspose" ? std::vector<std::string>{"x", "w"}
+                                        : op == "Pad"                         ? std::vector<std::string>{"x", "pads"}
+                                        : op == "ScatterElements"             ? std::vector<std::string>{"x", "x", "x"}
+                                                                              : std::vector<std::string>{"x"};
+    auto* n = b.node(op, in, {"y"}, "refused");
+    if (op == "MaxPool" || op == "AveragePool") Builder::attr(n, "kernel_shape", std::vector<std::int64_t>{2, 2});
+    if (r.value) Builder::attr_s(n, r.attribute, r.value);
+    else Builder::attr(n, r.attribute, std::vector<std::int64_t>{2, 2});
+    b.output("y", {1, 2, 4, 4});
+    INFO(op << " " << r.attribute);
+    require_load_fails(b.write("kten-test-refused.onnx"), {"'refused'", "(" + op + ")", r.message});
+  }
 }
 
 TEST_CASE("onnx: the supported operators are listed with their opsets", "[onnx]") {
