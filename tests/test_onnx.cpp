@@ -490,7 +490,7 @@ TEST_CASE("onnx: a graph exported in training mode starts in train(), and the mo
 // The values of `t` on the host, for comparisons.
 std::vector<double> values(const Tensor& t) { return test::host_doubles<double>(t.astype(float64)); }
 
-// A float tensor of `shape` holding 0.5, -0.25, 1, ... (distinct, mixed signs), as an initializer too.
+// n weights of mixed signs, `scale` times -5 .. 5 in a scrambled order.
 std::vector<float> ramp(std::int64_t n, float scale = 0.1f) {
   std::vector<float> v;
   for (std::int64_t i = 0; i < n; ++i) v.push_back(scale * static_cast<float>((i * 7) % 11 - 5));

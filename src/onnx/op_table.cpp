@@ -505,7 +505,7 @@ Outs conv(Call& c) {
     win.begin.assign(win.begin.size(), 0);
   }
   using Conv = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Shape&, const Shape&, const Shape&, std::int64_t);
-  constexpr Conv by_rank[3] = {conv1d, conv2d, conv3d};
+  const Conv by_rank[3] = {conv1d, conv2d, conv3d};
   if (Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()) != win.kernel)
     fail<ShapeError>("onnx", c.where(), ": kernel_shape ", win.kernel, " differs from the weight's ", w.shape());
   return {by_rank[spatial - 1](x, w, b, win.stride, win.begin, win.dilation, groups)};
@@ -526,7 +526,7 @@ Outs conv_transpose(Call& c) {
   const std::int64_t groups = c.attr_int("group", 1);
   using ConvT = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Shape&, const Shape&, const Shape&,
                            std::int64_t, const Shape&);
-  constexpr ConvT by_rank[3] = {conv_transpose1d, conv_transpose2d, conv_transpose3d};
+  const ConvT by_rank[3] = {conv_transpose1d, conv_transpose2d, conv_transpose3d};
   if (win.symmetric()) return {by_rank[spatial - 1](x, w, b, win.stride, win.begin, output_padding, groups, win.dilation)};
   // Uneven pads crop the unpadded result: `begin` elements before, `end` after.
   Tensor y = by_rank[spatial - 1](x, w, b, win.stride, Shape(win.begin.size(), 0), output_padding, groups, win.dilation);
@@ -565,7 +565,7 @@ Outs max_pool(Call& c) {
     win.begin.assign(win.begin.size(), 0);
   }
   using Pool = Tensor (*)(const Tensor&, const Shape&, const Shape&, const Shape&);
-  constexpr Pool by_rank[3] = {max_pool1d, max_pool2d, max_pool3d};
+  const Pool by_rank[3] = {max_pool1d, max_pool2d, max_pool3d};
   return {by_rank[spatial - 1](x, win.kernel, win.stride, win.begin)};
 }
 
@@ -585,7 +585,7 @@ Outs average_pool(Call& c) {
   const Window win = window_of(c, spatial, {});
   const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0, count_pad = c.attr_int("count_include_pad", 0) != 0;
   using Pool = Tensor (*)(const Tensor&, const Shape&, const Shape&, const Shape&, bool, bool);
-  constexpr Pool by_rank[3] = {avg_pool1d, avg_pool2d, avg_pool3d};
+  const Pool by_rank[3] = {avg_pool1d, avg_pool2d, avg_pool3d};
   return {by_rank[spatial - 1](x, win.kernel, win.stride, win.begin, ceil_mode, count_pad)};
 }
 

@@ -9,6 +9,8 @@
   interchange.py check DIR   loads kten-<dtype>.safetensors into that model with load_state_dict and
                              checks its outputs (evaluation mode) on x of kten-<dtype>-io.safetensors
                              against kten's y
+  interchange.py onnx-export | onnx-grid-export | onnx-check DIR
+                             ONNX: see onnx_export, onnx_grid_export and onnx_check below
 
 Debian has no safetensors package, so the files are written and read here as
 safetensors.torch.save_file and load_file do (safetensors/src/tensor.rs): tensors in the order of
