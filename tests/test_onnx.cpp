@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -685,6 +686,28 @@ TEST_CASE("onnx: GatherElements and ScatterElements are kten's gather and scatte
   const std::int64_t at[] = {3, 0, 1, 1, 2, 3};
   for (int k = 0; k < 6; ++k) put[static_cast<std::size_t>(at[k] * 3 + k % 3)] = s[static_cast<std::size_t>(k)];
   test::require_allclose<double>(ys[2].astype(float64), put, 0, 0);
+}
+
+TEST_CASE("onnx: Slice takes steps other than 1, backwards too (PyTorch's Pad pads are flipped so)", "[onnx]") {
+  const Device d = test::device();
+  Builder b(17);
+  b.input("x", {-1, 5});
+  b.ints("back_starts", {-1});
+  b.ints("back_ends", {std::numeric_limits<std::int64_t>::min()});
+  b.ints("axis", {1});
+  b.ints("back", {-1});
+  b.ints("starts", {1});
+  b.ints("ends", {100});
+  b.ints("two", {2});
+  b.node("Slice", {"x", "back_starts", "back_ends", "axis", "back"}, {"r"}, "reverse");
+  b.node("Slice", {"x", "starts", "ends", "axis", "two"}, {"o"}, "odd");
+  b.output("r", {-1, 5});
+  b.output("o", {-1, 2});
+  auto net = kten::onnx::load(b.write("kten-test-slice-steps.onnx"), d);
+  const Tensor x = tensor({{1.f, 2.f, 3.f, 4.f, 5.f}, {6.f, 7.f, 8.f, 9.f, 10.f}}, d);
+  const auto ys = net.run({x});
+  test::require_allclose<double>(ys[0].astype(float64), {5, 4, 3, 2, 1, 10, 9, 8, 7, 6}, 0, 0);
+  test::require_allclose<double>(ys[1].astype(float64), {2, 4, 7, 9}, 0, 0);
 }
 
 TEST_CASE("onnx: grid and graph attributes kten cannot honour are FormatErrors naming the node and op", "[onnx]") {
