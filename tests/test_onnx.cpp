@@ -661,6 +661,26 @@ TEST_CASE("onnx: BatchNormalization keeps running statistics as buffers and upda
   REQUIRE(values(mean1) != values(mean0));
   train.eval();  // the running statistics again, now the updated ones
   test::require_allclose<double>(train.run({x})[0].astype(float64), values(batch_norm(x, mean1, var1, w, bias)), 1e-5, 1e-6);
+
+  // Opset 13's training form (PyTorch 1.13 at opset 13): no training_mode, five outputs.
+  const auto opset13 = [](bool read_saved) {
+    Builder b(13);
+    b.input("x", {-1, 3, 4});
+    b.floats("w", {1.5f, 0.5f, -1.f}, {3});
+    b.floats("b", {0.1f, 0.2f, 0.3f}, {3});
+    b.floats("mean", {0.5f, -0.5f, 0.f}, {3});
+    b.floats("var", {2.f, 0.5f, 1.f}, {3});
+    b.node("BatchNormalization", {"x", "w", "b", "mean", "var"}, {"y", "m", "v", "saved_mean", "saved_var"}, "bn13");
+    b.output("y", {-1, 3, 4});
+    if (read_saved) b.output("saved_mean", {3});
+    return b;
+  };
+  auto old = kten::onnx::load(opset13(false).write("kten-test-bn13.onnx"), d);
+  REQUIRE(old.is_training());
+  const Tensor mean2 = tensor({0.5f, -0.5f, 0.f}, d), var2 = tensor({2.f, 0.5f, 1.f}, d);
+  test::require_allclose<double>(old.run({x})[0].astype(float64), values(batch_norm(x, mean2, var2, w, bias, true)), 1e-5, 1e-6);
+  test::require_allclose<double>(old.named_buffers()[0].second.astype(float64), values(mean2), 1e-6, 1e-7);
+  require_load_fails(opset13(true).write("kten-test-bn13-saved.onnx"), {"'bn13'", "saved_mean and saved_var"});
 }
 
 TEST_CASE("onnx: GatherElements and ScatterElements are kten's gather and scatters", "[onnx]") {

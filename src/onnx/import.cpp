@@ -325,11 +325,20 @@ Model load(const std::string& path, const Device& device) {
     graph->outputs.push_back(it->second);
     graph->values[it->second].output = true;
   }
-  // BatchNormalization's running statistics are buffers, as PyTorch's: saved, never stepped.
+  // BatchNormalization's running statistics are buffers, as PyTorch's: saved, never stepped. Its
+  // opset-13 training form also names saved_mean and saved_var, which PyTorch never reads.
   for (const Node& n : nodes)
-    if (n.op_type == "BatchNormalization")
+    if (n.op_type == "BatchNormalization") {
       for (std::size_t i = 3; i < n.inputs.size(); ++i)
         if (n.inputs[i] >= 0 && graph->values[n.inputs[i]].source == Source::parameter) graph->values[n.inputs[i]].buffer = true;
+      for (std::size_t i = 3; i < n.outputs.size(); ++i) {
+        const int v = n.outputs[i];
+        const bool read = v >= 0 && (graph->values[v].output || std::any_of(nodes.begin(), nodes.end(), [v](const Node& m) {
+                                       return std::count(m.inputs.begin(), m.inputs.end(), v) > 0;
+                                     }));
+        if (read) l.bad("node '", n.name, "' (BatchNormalization): its saved_mean and saved_var outputs are read, which is not supported");
+      }
+    }
   for (const Node& n : nodes)
     if (n.impl->check) {
       try {
@@ -386,8 +395,10 @@ Model load(const std::string& path, const Device& device) {
         graph->trained_export = true;
     }
     if (n.op_type == "BatchNormalization") {
+      // Training mode: the training_mode attribute from opset 14, the running statistics' outputs before.
       const auto mode = n.attributes.find("training_mode");
-      if (mode != n.attributes.end() && mode->second.i != 0) graph->trained_export = true;
+      if ((mode != n.attributes.end() && mode->second.i != 0) || (graph->opset < 14 && n.outputs.size() > 1))
+        graph->trained_export = true;
     }
     bool all_constant = true, all_host = !n.inputs.empty();
     for (int v : n.inputs) {

@@ -672,7 +672,7 @@ Outs batch_normalization(Call& c) {
   const double momentum = 1.0 - c.attr_real("momentum", 0.9), eps = c.attr_real("epsilon", 1e-5);
   // The model's mode decides, as for nn::BatchNorm (training_mode only sets the mode load() starts in).
   const Tensor y = batch_norm(c.at(0), mean, var, c.at(1), c.at(2), c.training, momentum, eps);
-  return {y, mean, var};
+  return {y, mean, var, Tensor(), Tensor()};  // opset 13's saved statistics: never read (import.cpp)
 }
 
 Outs instance_normalization(Call& c) {
@@ -727,7 +727,7 @@ const std::vector<OpImpl>& op_table() {
       {"Abs", 13, 17, 1, 1, 1, true, unary<k_abs>, nullptr},
       {"Add", 13, 17, 2, 2, 1, true, binary<k_add>, nullptr},
       {"AveragePool", 13, 17, 1, 1, 1, true, average_pool, check_average_pool},
-      {"BatchNormalization", 13, 17, 5, 5, 3, false, batch_normalization, nullptr},
+      {"BatchNormalization", 13, 17, 5, 5, 5, false, batch_normalization, nullptr},
       {"Cast", 13, 17, 1, 1, 1, true, cast, check_cast},
       {"Concat", 13, 17, 1, 1 << 20, 1, true, concat, nullptr},
       {"Constant", 13, 17, 0, 0, 1, true, constant, nullptr},

@@ -236,17 +236,18 @@ bool onnx_from_torch(const std::string& python, const std::string& script, const
 
 // --- ONNX grids and graphs (kten::onnx, issue 32) -----------------------------------------------
 // PyTorch exports a 1-D CNN (replicate padding, BatchNorm1d, average, max and adaptive pooling,
-// softmax) and a 2-D U-Net (circular padding, GroupNorm, GELU, ConvTranspose2d, bilinear and
-// nearest upsampling, skip concatenation, residual) in training mode, a 3-D conv net
-// (InstanceNorm3d, LeakyReLU, reflect padding) and a message-passing net (Embedding, index gathers,
-// scatter_add_, Where, Equal, gather) in evaluation mode. kten must give PyTorch's outputs (on a
-// batch other than the export's where the batch axis is dynamic) and parameter gradients, and for
-// the models trained here the parameters and BatchNorm's running statistics after three Adam steps.
+// softmax; at opsets 15 and 13, BatchNormalization's two training forms) and a 2-D U-Net (periodic
+// padding, GroupNorm, GELU, ConvTranspose2d, bilinear and nearest upsampling, skip concatenation,
+// residual) in training mode, a 3-D conv net (InstanceNorm3d, LeakyReLU, reflect padding) and a
+// message-passing net (Embedding, index gathers, scatter_add_, Where, Equal, gather) in evaluation
+// mode. kten must give PyTorch's outputs (on a batch other than the export's where the batch axis
+// is dynamic) and parameter gradients, and for the models exported in training mode the
+// parameters and BatchNorm's running statistics after three Adam steps.
 bool onnx_grid_from_torch(const std::string& python, const std::string& script, const std::string& dir,
                           const kten::Device& device) {
   if (!run_python(python, script, "onnx-grid-export", dir)) return false;
   bool ok = true;
-  for (const std::string name : {"cnn1d", "unet", "conv3d", "gnn"}) {
+  for (const std::string name : {"cnn1d", "cnn1d-opset13", "unet", "conv3d", "gnn"}) {
     auto net = kten::onnx::load(dir + "/" + name + ".onnx", device);
     const auto ref = kten::io::load_safetensors(dir + "/" + name + "-ref.safetensors", device);
     std::vector<kten::Tensor> inputs;

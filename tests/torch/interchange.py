@@ -305,6 +305,7 @@ def onnx_grid_export(folder):
     edges = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 0], [1, 2, 3, 4, 5, 6, 0, 3]])
     cases = [  # name, model, export inputs, reference inputs, training, opset, dynamic batch
         ("cnn1d", OnnxCnn1d(), (torch.randn(4, 2, 32),), (torch.randn(6, 2, 32),), True, 15, True),
+        ("cnn1d-opset13", OnnxCnn1d(), (torch.randn(4, 2, 32),), (torch.randn(5, 2, 32),), True, 13, True),
         ("unet", OnnxUNet(), (torch.randn(2, 1, 16, 16),), (torch.randn(3, 1, 16, 16),), True, 17, True),
         ("conv3d", OnnxConv3d(), (torch.randn(2, 1, 8, 8, 8),), (torch.randn(3, 1, 8, 8, 8),), False, 17, True),
         ("gnn", OnnxGnn(), (types, edges), (torch.tensor([5, 4, 3, 2, 1, 0, 2]),
