@@ -412,15 +412,23 @@ TEST_CASE("from_view refuses memory that the GPU runtime places on the other dev
   // A View's type names its space whatever its pointer: an unmanaged View over another device's
   // memory. A real GPU's runtime tells both ways; an emulated GPU knows only its trapped memory.
   const Device d = test::device();
-  if (d.is_cpu()) SKIP("needs a GPU's memory");
-  if (gpus_are_emulated() && !detail::emulated_memory_trapped()) SKIP("untrapped emulated memory is host memory");
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  std::vector<float> host(4, 1.f);
+  Kokkos::View<float*, Kokkos::HostSpace, Unmanaged> host_view(host.data(), 4);
+  CHECK(from_view(host_view, cpu()).data() == host.data());  // host memory on cpu() is never refused
+  // Where the memory cannot be told apart (cpu(), or an untrapped emulated GPU: plain host memory),
+  // a GPU's own memory must not be refused on its device either.
+  if (d.is_cpu() || (gpus_are_emulated() && !detail::emulated_memory_trapped())) {
+    Tensor own = zeros({4}, d);
+    Kokkos::View<float*, Kokkos::HostSpace, Unmanaged> own_view(static_cast<float*>(own.data()), 4);  // host memory here
+    CHECK(from_view(own_view, d).data() == own.data());
+    return;
+  }
   Tensor t = zeros({4}, d);
   Kokkos::View<float*, Kokkos::HostSpace, Unmanaged> device_memory(static_cast<float*>(t.data()), 4);
   CHECK_THROWS_AS(from_view(device_memory, cpu()), DeviceMismatch);
   CHECK_THROWS_WITH(from_view(device_memory, cpu()), Catch::Matchers::ContainsSubstring("is GPU memory"));
   if (!gpus_are_emulated()) {
-    std::vector<float> host(4);
     Kokkos::View<float*, Kokkos::DefaultExecutionSpace::memory_space, Unmanaged> host_memory(host.data(), 4);
     CHECK_THROWS_WITH(from_view(host_memory, d), Catch::Matchers::ContainsSubstring("is host memory"));
   }
