@@ -17,6 +17,7 @@ namespace kten {
 namespace detail {
 
 thread_local bool grad_mode_enabled = true;
+thread_local Tracer* active_tracer = nullptr;
 
 const std::shared_ptr<AutogradMeta>& AutogradAccess::no_meta() {
   static const std::shared_ptr<AutogradMeta> none;
@@ -30,7 +31,7 @@ bool recording_any(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inputs, BackwardFn fn) {
+void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inputs, BackwardFn fn, TraceAttrs attrs) {
   auto node = std::make_shared<Node>();
   node->name = name;
   node->inputs.reserve(inputs.size());
@@ -43,6 +44,7 @@ void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inp
   auto meta = std::make_shared<AutogradMeta>();
   meta->grad_fn = std::move(node);
   AutogradAccess::set_meta(out, std::move(meta));
+  if (active_tracer) active_tracer->op(name, out, inputs, attrs());
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
