@@ -136,14 +136,17 @@ class GraphWriter {
  public:
   explicit GraphWriter(::onnx::GraphProto& graph) : graph_(graph) {}
 
-  // A node of type `op` over `inputs` ("" for an absent optional one); its output's name.
-  std::string node(const char* op, const std::vector<std::string>& inputs, const std::vector<Attr>& attrs = {}) {
+  // A node of type `op` over `inputs` ("" for an absent optional one) with `outputs` outputs; the
+  // first output's name (the others, which nothing reads, are "<it>_<i>").
+  std::string node(const char* op, const std::vector<std::string>& inputs, const std::vector<Attr>& attrs = {},
+                   int outputs = 1) {
     ::onnx::NodeProto* n = graph_.add_node();
     const std::string name = "/" + std::string(op) + "_" + std::to_string(count_++);
     n->set_name(name);
     n->set_op_type(op);
     for (const std::string& in : inputs) n->add_input(in);
     n->add_output(name + "_output");
+    for (int i = 1; i < outputs; ++i) n->add_output(name + "_output_" + std::to_string(i));
     for (const Attr& a : attrs) {
       auto* p = n->add_attribute();
       p->set_name(a.name);
@@ -190,8 +193,9 @@ struct Emit {
   const TracedOp& op;
   std::vector<std::string> in;
 
-  std::string node(const char* type, const std::vector<std::string>& inputs, const std::vector<Attr>& attrs = {}) {
-    return w.node(type, inputs, attrs);
+  std::string node(const char* type, const std::vector<std::string>& inputs, const std::vector<Attr>& attrs = {},
+                   int outputs = 1) {
+    return w.node(type, inputs, attrs, outputs);
   }
   const Tensor& t(std::size_t i) const { return op.in.at(i); }
   std::int64_t i(std::size_t k) const { return op.attrs.ints.at(k); }
@@ -376,7 +380,9 @@ std::string expand_row(Emit& e) {
 }
 
 // batch_norm as BatchNormalization: the running statistics are inputs (buffers at load), the mode
-// the call's. ONNX's momentum weighs the running value, kten's (PyTorch's) the batch's.
+// the call's (training mode has the updated statistics as outputs too, as ONNX requires, which
+// nothing reads: load() updates the buffers in place). ONNX's momentum weighs the running value,
+// kten's (PyTorch's) the batch's.
 std::string batch_norm_row(Emit& e) {
   const Tensor& x = e.t(0);
   if (!e.t(1).defined() || !e.t(2).defined())
@@ -385,7 +391,7 @@ std::string batch_norm_row(Emit& e) {
   const std::string scale = e.t(3).defined() ? e.in[3] : e.w.constant(ones({channels}, cpu(), x.dtype()));
   const std::string shift = e.t(4).defined() ? e.in[4] : e.w.constant(zeros({channels}, cpu(), x.dtype()));
   return e.node("BatchNormalization", {e.in[0], scale, shift, e.in[1], e.in[2]},
-                {F("epsilon", e.r(1)), F("momentum", 1.0 - e.r(0)), I("training_mode", e.i(0))});
+                {F("epsilon", e.r(1)), F("momentum", 1.0 - e.r(0)), I("training_mode", e.i(0))}, e.i(0) != 0 ? 3 : 1);
 }
 
 // group_norm as PyTorch exports it: InstanceNormalization over (N, G, rest), then the per-channel
