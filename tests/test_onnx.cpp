@@ -878,6 +878,32 @@ class Wrapped : public nn::Module {
   std::shared_ptr<kten::onnx::Model> net_;
 };
 
+// The elementwise, view and reduction ops of save()'s table that the models above do not use,
+// in one forward pass over (N, 4, 6).
+class OpZoo : public nn::Module {
+ public:
+  OpZoo() { w_ = register_parameter("w", randn({4, 3}, cpu(), 120)); }
+  Tensor forward(const Tensor& x) override {
+    const Tensor a = x.transpose(1, 2);                          // (N, 6, 4)
+    const Tensor c = a.permute({0, 2, 1}).narrow(2, 1, 4);       // (N, 4, 4)
+    const Tensor s = c.select(1, 2);                             // (N, 4)
+    const Tensor e = s.unsqueeze(1).expand({x.shape()[0], 3, 4});  // (N, 3, 4)
+    const Tensor q = sum(e, {1}, true).squeeze(1) / 3.0;         // (N, 4)
+    const Tensor m = mean(c, {2}) + max(c, {1}, false);          // (N, 4)
+    const std::vector<Tensor> parts = {
+        pow(abs(m) + 1.0, 1.5), pow(abs(q) + 0.5, tanh(q)), log1p(abs(q)), expm1(q * 0.1), sqrt(abs(m) + 1.0),
+        fma(q, m, s), 1.0 / (2.0 - sigmoid(q)), softplus(q, 2.0, 20.0), leaky_relu(q, 0.1), silu(q), gelu(q),
+        where(eq(s, s), s * 2.0, s), (q.astype(float64) * 0.5).astype(float32), -exp(-abs(q)), log(abs(q) + 1.0),
+        sin(q) - cos(q), erf(q), clamp(q, -0.5, std::numeric_limits<double>::infinity()), sum(matmul(a, w_), {1}), index_select(s, 1, tensor(std::vector<std::int64_t>{3, 0, 3}, x.device())),
+        sum(x.reshape({x.shape()[0], 2, 12}), {2}), x.reshape({-1, 24}).narrow(1, 0, 2)};
+    return log_softmax(cat(parts, 1), 1);
+  }
+  std::string name() const override { return "OpZoo"; }
+
+ private:
+  Tensor w_;
+};
+
 // max |got - want| over the largest |want| (at least 1e-6): the outputs' relative difference.
 double relative_difference(const Tensor& got, const Tensor& want) {
   const std::vector<double> g = values(got), w = values(want);
@@ -1084,4 +1110,79 @@ TEST_CASE("onnx: save() writes an imported model after training, alone (its grap
   REQUIRE(parameter_names(net) == parameter_names(wrapped));
   REQUIRE(parameter_names(net) ==
           std::vector<std::string>{"net.fc1.bias", "net.fc1.weight", "net.fc2.bias", "net.fc2.weight"});
+}
+
+TEST_CASE("onnx: save() traces the other ops of its table: views, reductions, elementwise and grid options", "[onnx]") {
+  const Device d = test::device();
+  OpZoo zoo;
+  zoo.to(d);
+  zoo.eval();
+  traced_round_trip("kten-test-zoo-traced.onnx", zoo, randn({2, 4, 6}, d, 121), randn({5, 4, 6}, d, 122));
+
+  // 1-D grids: strided, dilated, grouped Conv1d; reflect and constant pads; linear (align_corners)
+  // and nearest resampling by size and by scale; InstanceNorm1d; MaxPool1d with ceil_mode;
+  // ConvTranspose1d with output_padding; global average pooling.
+  nn::Sequential grid;
+  nn::ConvOptions o;
+  o.stride = {2};
+  o.padding = {2};
+  o.dilation = {2};
+  o.groups = 2;
+  o.seed = 123;
+  grid.add(nn::Conv1d(2, 4, {3}, o));
+  grid.add(nn::Activation("Pads", [](const Tensor& v) {
+    return pad(pad(v, {1, 2}, nn::PaddingMode::reflect), {2, 1}, nn::PaddingMode::zeros, 0.5);
+  }));
+  nn::UpsampleOptions linear;
+  linear.size = {15};
+  linear.mode = nn::InterpolateMode::linear;
+  linear.align_corners = true;
+  grid.add(nn::Upsample(linear));
+  grid.add(nn::InstanceNorm1d(4, 1e-5, true));
+  nn::UpsampleOptions nearest;
+  nearest.scale_factor = {1.5};
+  grid.add(nn::Upsample(nearest));
+  nn::PoolOptions ceil;
+  ceil.stride = {2};
+  ceil.padding = {1};
+  ceil.ceil_mode = true;
+  grid.add(nn::MaxPool1d(Shape{3}, ceil));
+  nn::ConvTransposeOptions t;
+  t.stride = {2};
+  t.padding = {1};
+  t.output_padding = {1};
+  t.seed = 124;
+  grid.add(nn::ConvTranspose1d(4, 3, {3}, t));
+  grid.add(nn::Activation("Nearest", [](const Tensor& v) { return interpolate(v, Shape{7}); }));
+  grid.add(nn::AdaptiveAvgPool1d(Shape{1}));
+  grid.add(nn::Flatten());
+  grid.to(d);
+  grid.eval();
+  traced_round_trip("kten-test-grid1d.onnx", grid, randn({2, 2, 12}, d, 125), randn({4, 2, 12}, d, 126));
+
+  // 3-D: circular Conv3d, InstanceNorm3d without affine, AvgPool3d, global pooling.
+  nn::Sequential volume;
+  nn::ConvOptions v;
+  v.padding = {1};
+  v.padding_mode = nn::PaddingMode::circular;
+  v.seed = 127;
+  volume.add(nn::Conv3d(1, 2, {3, 3, 3}, v));
+  volume.add(nn::InstanceNorm3d(2));
+  volume.add(nn::ReLU());  // else the global mean of normalised values is 0 up to rounding
+  volume.add(nn::AvgPool3d(Shape{2}));
+  volume.add(nn::AdaptiveAvgPool3d(Shape{1}));
+  volume.to(d);
+  volume.eval();
+  traced_round_trip("kten-test-volume.onnx", volume, randn({2, 1, 4, 4, 4}, d, 128), randn({3, 1, 4, 4, 4}, d, 129));
+
+  // Graph ops over tensors of the traced batch (their index constants fix it): gather, scatter_add.
+  nn::Activation graph_ops("GraphOps", [](const Tensor& h) {
+    const Tensor columns = tensor(std::vector<std::int64_t>{0, 2, 1, 0, 1, 2}, {2, 3}, h.device());
+    const Tensor rows = tensor(std::vector<std::int64_t>{0, 1, 1, 0, 1, 0}, {2, 3}, h.device());
+    return scatter_add(h * 0.5, 0, rows, gather(h, 1, columns) + 1.0);
+  });
+  graph_ops.to(d);
+  graph_ops.eval();
+  const Tensor h = randn({2, 3}, d, 130);
+  traced_round_trip("kten-test-graph-ops.onnx", graph_ops, h, h);
 }
