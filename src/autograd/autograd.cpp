@@ -38,7 +38,9 @@ void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inp
   node->input_shapes.reserve(inputs.size());
   for (const Tensor* t : inputs) {
     node->inputs.push_back(AutogradAccess::meta(*t));
-    node->input_shapes.push_back(t->shape());
+    // Only an input that requires grad receives one: the others (constants, an index listed for
+    // a trace) keep an empty shape, no copy.
+    node->input_shapes.push_back(node->inputs.back() ? t->shape() : Shape{});
   }
   node->backward = std::move(fn);
   auto meta = std::make_shared<AutogradMeta>();

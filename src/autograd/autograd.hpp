@@ -47,7 +47,7 @@ using BackwardFn = std::function<Grads(const Tensor& grad_output, const Needs& n
 struct Node {
   const char* name;
   std::vector<std::shared_ptr<AutogradMeta>> inputs;  // null for an input that needs no grad
-  std::vector<Shape> input_shapes;                    // the shape each gradient must have
+  std::vector<Shape> input_shapes;                    // the shape each gradient must have (empty: none flows)
   BackwardFn backward;                                // empty once the graph is freed
 };
 
