@@ -208,7 +208,8 @@ struct Emit {
     return std::vector<std::int64_t>(op.attrs.ints.begin() + static_cast<std::ptrdiff_t>(first),
                                      op.attrs.ints.begin() + static_cast<std::ptrdiff_t>(first + n));
   }
-  [[noreturn]] void refuse(const std::string& why) const { fail("onnx::save", op.name, ": ", why); }
+  // A kten::Error saying why this op has no ONNX form (save() adds the op and the module).
+  [[noreturn]] void refuse(const std::string& why) const { fail("", why); }
 };
 
 using Row = std::function<std::string(Emit&)>;
@@ -617,7 +618,7 @@ class Exporter {
       } catch (const std::out_of_range&) {
         fail(op_, o.name, " (in module '", module_.name(), "') was recorded without the attributes its ONNX form needs (a bug in kten)");
       } catch (const Error& err) {
-        kten::detail::fail_within(op_ + ": in module '" + module_.name() + "'", err);
+        kten::detail::fail_within(op_ + ": " + o.name + " (in module '" + module_.name() + "')", err);
       }
     }
     const bool same = y.impl() == x.impl();

@@ -317,8 +317,9 @@ ops::OpAttrs pool_attrs(const PoolGrid& g, int spatial, std::initializer_list<bo
     a.ints.assign(g.out + 3 - spatial, g.out + 3);
     return a;
   }
-  for (std::int64_t PoolAxis::*field : {&PoolAxis::kernel, &PoolAxis::stride, &PoolAxis::pad})
-    for (int i = 3 - spatial; i < 3; ++i) a.ints.push_back(g.axis[i].*field);
+  for (int i = 3 - spatial; i < 3; ++i) a.ints.push_back(g.axis[i].kernel);
+  for (int i = 3 - spatial; i < 3; ++i) a.ints.push_back(g.axis[i].stride);
+  for (int i = 3 - spatial; i < 3; ++i) a.ints.push_back(g.axis[i].pad);
   for (bool f : flags) a.ints.push_back(f ? 1 : 0);
   return a;
 }
