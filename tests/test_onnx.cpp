@@ -379,6 +379,13 @@ TEST_CASE("onnx: save() names an op without an ONNX form and the module it is in
   });
   untraced.to(d);
   REQUIRE_THROWS_WITH(kten::onnx::save(path, untraced, {randn({2, 3}, d, 3)}), ContainsSubstring("not computed from its input"));
+  // An int64 input's reshape is not recorded: its view would be frozen, so it is refused.
+  nn::Embedding table(10, 3);
+  table.to(d);
+  nn::Activation flat_lookup("FlatLookup", [&table](const Tensor& i) { return table(i.reshape({-1})); });
+  flat_lookup.to(d);
+  const Tensor indices = tensor(std::vector<std::int64_t>{1, 2, 3, 4}, {2, 2}, d);
+  REQUIRE_THROWS_WITH(kten::onnx::save(path, flat_lookup, {indices}), ContainsSubstring("a view of the input"));
 }
 
 TEST_CASE("onnx: malformed and hostile files are FormatErrors at load, naming the node and op", "[onnx]") {

@@ -572,6 +572,7 @@ class Exporter {
       y = module_(x);
     }
     names_[x.impl().get()] = "input";
+    input_ = x;
     for (const auto& [name, t] : module_.state_dict())
       if (t.defined()) state_.emplace_back(name, t);
 
@@ -654,12 +655,18 @@ class Exporter {
         if (written_.insert(name).second) fill(*w_.graph().add_initializer(), name, s);
         return names_[key] = name;
       }
+    // A view of the input the tape did not record (an integer input's reshape: integer ops are not
+    // recorded) would be frozen into a constant of the example's values: refused.
+    if (t.storage() && t.storage() == input_.storage())
+      fail(op_, "an op reads a view of the input (shape ", t.shape(), ") that was not traced: views and arithmetic on an ",
+           input_.dtype(), " input are not recorded and would be frozen into constants; index with the input as it is");
     return names_[key] = w_.constant(t);
   }
 
   std::string op_;
   nn::Module& module_;
   GraphWriter w_;
+  Tensor input_;  // the traced copy of the example input
   std::unordered_map<const void*, std::string> names_;
   std::vector<std::pair<std::string, Tensor>> state_;
   std::unordered_set<std::string> written_;
