@@ -354,12 +354,38 @@ TEST_CASE("onnx: save() writes kten's layers; load() reads them back to the same
   test::require_allclose<float>(again(x), test::host_doubles<float>(net(x)), 0, 0);
 }
 
-TEST_CASE("onnx: save() names what it cannot write yet", "[onnx]") {
-  nn::Activation mish("Mish", [](const Tensor& x) { return x * tanh(softplus(x)); });
-  REQUIRE_THROWS_WITH(kten::onnx::save((scratch() / "mish.onnx").string(), mish, {zeros({2, 3})}),
-                      ContainsSubstring("Mish") && ContainsSubstring("not exportable"));
+TEST_CASE("onnx: save() names an op without an ONNX form and the module it is in; it needs one example input", "[onnx]") {
+  const Device d = test::device();
+  // maximum has no ONNX form kten's importer reads (no Max): an error naming it, and no file.
+  nn::Activation floor_at_zero("FloorAtZero", [](const Tensor& x) { return tanh(maximum(x, zeros(x.shape(), x.device()))); });
+  floor_at_zero.to(d);
+  const std::string path = (scratch() / "kten-test-maximum.onnx").string();
+  REQUIRE_THROWS_WITH(kten::onnx::save(path, floor_at_zero, {randn({2, 3}, d, 1)}),
+                      ContainsSubstring("kten::maximum") && ContainsSubstring("in module 'FloorAtZero'") &&
+                          ContainsSubstring("has no ONNX form"));
+  REQUIRE_FALSE(std::filesystem::exists(path));
+  // An adaptive pooling whose bins are not equal windows has none either.
+  nn::AdaptiveAvgPool1d uneven(Shape{3});
+  uneven.to(d);
+  REQUIRE_THROWS_WITH(kten::onnx::save(path, uneven, {randn({2, 1, 8}, d, 2)}),
+                      ContainsSubstring("kten::adaptive_avg_pool1d (in module 'AdaptiveAvgPool1d')") &&
+                          ContainsSubstring("does not divide"));
   nn::Linear fc(3, 2);
   REQUIRE_THROWS_AS(kten::onnx::save((scratch() / "fc.onnx").string(), fc, {}), Error);
+  // An output computed without the input (here: under a NoGradGuard) has no graph to trace.
+  nn::Activation untraced("Untraced", [](const Tensor& x) {
+    NoGradGuard no_grad;
+    return x * 2.0;
+  });
+  untraced.to(d);
+  REQUIRE_THROWS_WITH(kten::onnx::save(path, untraced, {randn({2, 3}, d, 3)}), ContainsSubstring("not computed from its input"));
+  // An int64 input's reshape is not recorded: its view would be frozen, so it is refused.
+  nn::Embedding table(10, 3);
+  table.to(d);
+  nn::Activation flat_lookup("FlatLookup", [&table](const Tensor& i) { return table(i.reshape({-1})); });
+  flat_lookup.to(d);
+  const Tensor indices = tensor(std::vector<std::int64_t>{1, 2, 3, 4}, {2, 2}, d);
+  REQUIRE_THROWS_WITH(kten::onnx::save(path, flat_lookup, {indices}), ContainsSubstring("a view of the input"));
 }
 
 TEST_CASE("onnx: malformed and hostile files are FormatErrors at load, naming the node and op", "[onnx]") {
@@ -778,4 +804,393 @@ TEST_CASE("onnx: the supported operators are listed with their opsets", "[onnx]"
     gemm = gemm || op.name == "Gemm";
   }
   REQUIRE(gemm);
+}
+
+// --- save() of any module, by tracing one call (DESIGN 1c) -----------------------------------------
+
+namespace {
+
+// DESIGN's composed model: circular Conv2d, BatchNorm2d, a registered parameter and an int64 buffer.
+class Block : public nn::Module {
+ public:
+  explicit Block(std::int64_t ch) {
+    nn::ConvOptions o;
+    o.padding = {1};
+    o.padding_mode = nn::PaddingMode::circular;
+    o.seed = 41;
+    conv_ = register_module("conv", nn::Conv2d(ch, ch, {3, 3}, o));
+    norm_ = register_module("norm", nn::BatchNorm2d(ch));
+    gain_ = register_parameter("gain", full({1}, 0.7));
+    register_buffer("calls", zeros({1}, cpu(), int64));
+  }
+  Tensor forward(const Tensor& x) override { return x + gain_ * relu((*norm_)((*conv_)(x))); }
+  std::string name() const override { return "Block"; }
+
+ private:
+  std::shared_ptr<nn::Conv2d> conv_;
+  std::shared_ptr<nn::BatchNorm2d> norm_;
+  Tensor gain_;
+};
+
+// A small U-Net: circular Conv2d, GroupNorm, MaxPool2d, bilinear Upsample, ConvTranspose2d, a
+// skip concatenation, a 1x1 head.
+class SmallUNet : public nn::Module {
+ public:
+  SmallUNet() {
+    nn::ConvOptions circular;
+    circular.padding = {1};
+    circular.padding_mode = nn::PaddingMode::circular;
+    circular.seed = 51;
+    enc_ = register_module("enc", nn::Conv2d(1, 4, {3, 3}, circular));
+    norm_ = register_module("norm", nn::GroupNorm(2, 4));
+    pool_ = register_module("pool", nn::MaxPool2d(Shape{2}));
+    nn::ConvOptions same;
+    same.padding = {1};
+    same.seed = 52;
+    mid_ = register_module("mid", nn::Conv2d(4, 8, {3, 3}, same));
+    nn::UpsampleOptions up;
+    up.scale_factor = {2};
+    up.mode = nn::InterpolateMode::bilinear;
+    up_ = register_module("up", nn::Upsample(up));
+    nn::ConvTransposeOptions t;
+    t.stride = {2};
+    t.seed = 53;
+    tconv_ = register_module("tconv", nn::ConvTranspose2d(8, 4, {2, 2}, t));
+    nn::ConvOptions head;
+    head.seed = 54;
+    head_ = register_module("head", nn::Conv2d(16, 2, {1, 1}, head));
+  }
+  Tensor forward(const Tensor& x) override {
+    const Tensor e = relu((*norm_)((*enc_)(x)));
+    const Tensor m = gelu((*mid_)((*pool_)(e)));
+    return (*head_)(cat({(*up_)(m), (*tconv_)(m), e}, 1));
+  }
+  std::string name() const override { return "SmallUNet"; }
+
+ private:
+  std::shared_ptr<nn::Conv2d> enc_, mid_, head_;
+  std::shared_ptr<nn::GroupNorm> norm_;
+  std::shared_ptr<nn::MaxPool2d> pool_;
+  std::shared_ptr<nn::Upsample> up_;
+  std::shared_ptr<nn::ConvTranspose2d> tconv_;
+};
+
+// A module wrapping an imported (and trained) model: traced through the model's own ops.
+class Wrapped : public nn::Module {
+ public:
+  explicit Wrapped(std::shared_ptr<kten::onnx::Model> net) { net_ = register_module("net", std::move(net)); }
+  Tensor forward(const Tensor& x) override { return tanh((*net_)(x)) * 2.0; }
+  std::string name() const override { return "Wrapped"; }
+
+ private:
+  std::shared_ptr<kten::onnx::Model> net_;
+};
+
+// The elementwise, view and reduction ops of save()'s table that the models above do not use,
+// in one forward pass over (N, 4, 6).
+class OpZoo : public nn::Module {
+ public:
+  OpZoo() { w_ = register_parameter("w", randn({4, 3}, cpu(), 120)); }
+  Tensor forward(const Tensor& x) override {
+    const Tensor a = x.transpose(1, 2);                          // (N, 6, 4)
+    const Tensor c = a.permute({0, 2, 1}).narrow(2, 1, 4);       // (N, 4, 4)
+    const Tensor s = c.select(1, 2);                             // (N, 4)
+    const Tensor e = s.unsqueeze(1).expand({x.shape()[0], 3, 4});  // (N, 3, 4)
+    const Tensor q = sum(e, {1}, true).squeeze(1) / 3.0;         // (N, 4)
+    const Tensor m = mean(c, {2}) + max(c, {1}, false);          // (N, 4)
+    const std::vector<Tensor> parts = {
+        pow(abs(m) + 1.0, 1.5), pow(abs(q) + 0.5, tanh(q)), log1p(abs(q)), expm1(q * 0.1), sqrt(abs(m) + 1.0),
+        fma(q, m, s), 1.0 / (2.0 - sigmoid(q)), softplus(q, 2.0, 20.0), leaky_relu(q, 0.1), silu(q), gelu(q),
+        where(eq(s, s), s * 2.0, s), (q.astype(float64) * 0.5).astype(float32), -exp(-abs(q)), log(abs(q) + 1.0),
+        sin(q) - cos(q), erf(q), clamp(q, -0.5, std::numeric_limits<double>::infinity()), sum(matmul(a, w_), {1}), index_select(s, 1, tensor(std::vector<std::int64_t>{3, 0, 3}, x.device())),
+        sum(x.reshape({x.shape()[0], 2, 12}), {2}), x.reshape({-1, 24}).narrow(1, 0, 2)};
+    return log_softmax(cat(parts, 1), 1);
+  }
+  std::string name() const override { return "OpZoo"; }
+
+ private:
+  Tensor w_;
+};
+
+// max |got - want| over the largest |want| (at least 1e-6): the outputs' relative difference.
+double relative_difference(const Tensor& got, const Tensor& want) {
+  const std::vector<double> g = values(got), w = values(want);
+  REQUIRE(g.size() == w.size());
+  double diff = 0, largest = 1e-6;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    diff = std::max(diff, std::fabs(g[i] - w[i]));
+    largest = std::max(largest, std::fabs(w[i]));
+  }
+  return diff / largest;
+}
+
+// Writes `module` traced on `example`, checks the file with the ONNX checker (save() does) and
+// loads it on the device under test: the reloaded model gives the module's outputs at the traced
+// batch size and at another (the batch axis is dynamic), to 1e-5 relative.
+kten::onnx::Model traced_round_trip(const std::string& file, nn::Module& module, const Tensor& example, const Tensor& other) {
+  const std::string path = (scratch() / file).string();
+  kten::onnx::save(path, module, {example});
+  auto net = kten::onnx::load(path, test::device());
+  REQUIRE(net.is_training() == module.is_training());
+  REQUIRE(net.input_names() == std::vector<std::string>{"input"});
+  REQUIRE(net.output_names() == std::vector<std::string>{"output"});
+  for (const Tensor& x : {example, other}) {
+    INFO(file << ": a batch of " << x.shape()[0] << " (traced with " << example.shape()[0] << ")");
+    NoGradGuard no_grad;
+    const Tensor want = module(x), got = net(x);
+    REQUIRE(got.shape() == want.shape());
+    const double difference = relative_difference(got, want);
+    CHECK(difference <= 1e-5);
+  }
+  return net;
+}
+
+std::vector<std::string> sorted_names(const nn::StateDict& named) {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : named) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The buffer `name` of `m`.
+Tensor buffer(nn::Module& m, const std::string& name) {
+  for (const auto& [n, t] : m.named_buffers())
+    if (n == name) return t;
+  FAIL("no buffer " << name);
+  return Tensor();
+}
+
+std::vector<std::string> parameter_names(nn::Module& m) {
+  std::vector<std::string> names;
+  for (const auto& p : m.named_parameters()) names.push_back(p.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: save() traces DESIGN's Block in evaluation mode: state_dict names, running statistics as buffers", "[onnx]") {
+  const Device d = test::device();
+  Block block(3);
+  block.to(d);
+  // Running statistics of their own (two training calls), then evaluation mode.
+  block(randn({4, 3, 6, 6}, d, 60));
+  block(randn({4, 3, 6, 6}, d, 61));
+  block.eval();
+  auto net = traced_round_trip("kten-test-block-eval.onnx", block, randn({2, 3, 6, 6}, d, 62), randn({5, 3, 6, 6}, d, 63));
+  REQUIRE(parameter_names(net) == parameter_names(block));
+  REQUIRE(parameter_names(net) == std::vector<std::string>{"conv.bias", "conv.weight", "gain", "norm.bias", "norm.weight"});
+  // BatchNorm's running statistics are buffers with the module's values; the int64 "calls" and
+  // num_batches_tracked, which no op reads, are not in the graph.
+  REQUIRE(sorted_names(net.named_buffers()) == std::vector<std::string>{"norm.running_mean", "norm.running_var"});
+  for (const auto& [name, t] : net.named_buffers())
+    for (const auto& [other, u] : block.named_buffers())
+      if (name == other) test::require_allclose<float>(t, test::host_doubles<float>(u), 0, 0);
+  // The reloaded model trains: one Adam step on each gives the same parameters.
+  const Tensor x = randn({3, 3, 6, 6}, d, 64);
+  optim::Adam a(1e-2), b(1e-2);
+  a.zero_grad(block);
+  b.zero_grad(net);
+  nn::MSELoss()(block(x), zeros({3, 3, 6, 6}, d)).backward();
+  nn::MSELoss()(net(x), zeros({3, 3, 6, 6}, d)).backward();
+  a.step(block);
+  b.step(net);
+  const auto trained = block.state_dict();
+  for (const auto& [name, t] : net.state_dict())
+    for (const auto& [other, u] : trained)
+      if (name == other) test::require_allclose<float>(t, test::host_doubles<float>(u), 1e-5, 1e-6);
+}
+
+TEST_CASE("onnx: save() traces DESIGN's Block in training mode, which the file keeps, without changing the module", "[onnx]") {
+  const Device d = test::device();
+  Block block(3);
+  block.to(d);
+  block.train();
+  const std::vector<double> mean_before = values(buffer(block, "norm.running_mean"));
+  const std::string path = (scratch() / "kten-test-block-train.onnx").string();
+  kten::onnx::save(path, block, {randn({2, 3, 5, 5}, d, 70)});
+  // The traced call ran BatchNorm in training mode; save() put the running statistics back.
+  REQUIRE(values(buffer(block, "norm.running_mean")) == mean_before);
+  REQUIRE(values(buffer(block, "norm.num_batches_tracked")) == std::vector<double>{0});
+  auto net = kten::onnx::load(path, d);
+  REQUIRE(net.is_training());
+  for (const std::int64_t batch : {2, 6}) {
+    const Tensor x = randn({batch, 3, 5, 5}, d, 71 + static_cast<std::uint64_t>(batch));
+    const Tensor want = block(x), got = net(x);  // the batch's statistics; both update their running ones
+    CHECK(relative_difference(got, want) <= 1e-5);
+  }
+  const auto mine = block.named_buffers();
+  for (const auto& [name, t] : net.named_buffers())
+    for (const auto& [other, u] : mine)
+      if (name == other) CHECK(relative_difference(t, u) <= 1e-5);
+  net.eval();
+  block.eval();
+  NoGradGuard no_grad;
+  const Tensor x = randn({4, 3, 5, 5}, d, 79);
+  CHECK(relative_difference(net(x), block(x)) <= 1e-5);
+}
+
+TEST_CASE("onnx: save() traces a small U-Net (circular padding, GroupNorm, pooling, upsampling, cat, ConvTranspose2d)", "[onnx]") {
+  const Device d = test::device();
+  SmallUNet unet;
+  unet.to(d);
+  unet.eval();
+  auto net = traced_round_trip("kten-test-unet.onnx", unet, randn({2, 1, 8, 8}, d, 80), randn({3, 1, 8, 8}, d, 81));
+  REQUIRE(parameter_names(net) == parameter_names(unet));
+  REQUIRE(net.named_buffers().empty());
+}
+
+TEST_CASE("onnx: save() traces a 1-D CNN (replicate padding, AvgPool1d, Flatten, Linear, softmax) and an MLP", "[onnx]") {
+  const Device d = test::device();
+  nn::Sequential cnn;
+  nn::ConvOptions o;
+  o.padding = {1};
+  o.padding_mode = nn::PaddingMode::replicate;
+  o.seed = 90;
+  cnn.add(nn::Conv1d(2, 4, {3}, o));
+  cnn.add(nn::LeakyReLU(0.2));
+  nn::PoolOptions pool;
+  pool.stride = {2};
+  pool.padding = {1};
+  pool.ceil_mode = true;
+  cnn.add(nn::AvgPool1d({3}, pool));
+  cnn.add(nn::AdaptiveAvgPool1d(Shape{3}));  // of 9: equal windows, an AveragePool
+  cnn.add(nn::Flatten());
+  cnn.add(nn::Linear(12, 5, {true, float32, 91}));
+  cnn.add(nn::Activation("Softmax", [](const Tensor& x) { return softmax(x, 1); }));
+  cnn.to(d);
+  cnn.eval();
+  auto net = traced_round_trip("kten-test-cnn1d.onnx", cnn, randn({3, 2, 16}, d, 92), randn({7, 2, 16}, d, 93));
+  REQUIRE(parameter_names(net) == parameter_names(cnn));
+
+  nn::Sequential mlp;
+  mlp.add(nn::Linear(4, 8, {true, float32, 94}));
+  mlp.add(nn::Tanh());
+  mlp.add(nn::Dropout(0.5));  // evaluation mode: no op
+  mlp.add(nn::Linear(8, 8, {true, float32, 95}));
+  mlp.add(nn::Activation("Clamped", [](const Tensor& x) { return clamp(x * 3.0 - 0.5, -1.0, 2.0) + exp(-x) / 4.0; }));
+  mlp.add(nn::Linear(8, 3, {false, float32, 96}));
+  mlp.add(nn::Activation("LogSoftmax", [](const Tensor& x) { return log_softmax(x, -1); }));
+  mlp.to(d);
+  mlp.eval();
+  auto mlp_net = traced_round_trip("kten-test-mlp-traced.onnx", mlp, randn({2, 4}, d, 97), randn({9, 4}, d, 98));
+  REQUIRE(parameter_names(mlp_net) == parameter_names(mlp));
+}
+
+TEST_CASE("onnx: save() traces an Embedding and Linear model over an int64 input", "[onnx]") {
+  const Device d = test::device();
+  nn::Sequential model;
+  model.add(nn::Embedding(10, 3, float32, 100));
+  model.add(nn::Flatten());
+  model.add(nn::Linear(12, 2, {true, float32, 101}));
+  model.add(nn::Sigmoid());
+  model.to(d);
+  model.eval();
+  const Tensor example = tensor(std::vector<std::int64_t>{1, 2, 3, 4, 9, 8, 7, 0}, {2, 4}, d);
+  const Tensor other = tensor(std::vector<std::int64_t>{5, 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 0}, {3, 4}, d);
+  auto net = traced_round_trip("kten-test-embedding.onnx", model, example, other);
+  REQUIRE(parameter_names(net) == std::vector<std::string>{"0.weight", "2.bias", "2.weight"});
+}
+
+TEST_CASE("onnx: save() writes an imported model after training, alone (its graph) or inside a module (traced)", "[onnx]") {
+  const Device d = test::device();
+  auto imported = std::make_shared<kten::onnx::Model>(kten::onnx::load(mlp().write("kten-test-mlp-to-train.onnx"), d));
+  const Tensor x = randn({6, 3}, d, 110);
+  optim::Adam adam(5e-2);
+  for (int step = 0; step < 3; ++step) {
+    adam.zero_grad(*imported);
+    nn::MSELoss()((*imported)(x), ones({6, 1}, d)).backward();
+    adam.step(*imported);
+  }
+  // Alone: its own graph, with the trained weights (no example needed).
+  const std::string path = (scratch() / "kten-test-mlp-trained.onnx").string();
+  kten::onnx::save(path, *imported);
+  auto again = kten::onnx::load(path, d);
+  {
+    NoGradGuard no_grad;
+    for (const Tensor& input : {x, randn({11, 3}, d, 111)}) CHECK(relative_difference(again(input), (*imported)(input)) <= 1e-6);
+  }
+  // Inside a module: traced through its ops; its initializers keep their names under "net.".
+  Wrapped wrapped(imported);
+  wrapped.to(d);
+  wrapped.eval();
+  auto net = traced_round_trip("kten-test-wrapped.onnx", wrapped, randn({4, 3}, d, 112), randn({7, 3}, d, 113));
+  REQUIRE(parameter_names(net) == parameter_names(wrapped));
+  REQUIRE(parameter_names(net) ==
+          std::vector<std::string>{"net.fc1.bias", "net.fc1.weight", "net.fc2.bias", "net.fc2.weight"});
+}
+
+TEST_CASE("onnx: save() traces the other ops of its table: views, reductions, elementwise and grid options", "[onnx]") {
+  const Device d = test::device();
+  OpZoo zoo;
+  zoo.to(d);
+  zoo.eval();
+  traced_round_trip("kten-test-zoo-traced.onnx", zoo, randn({2, 4, 6}, d, 121), randn({5, 4, 6}, d, 122));
+
+  // 1-D grids: strided, dilated, grouped Conv1d; reflect and constant pads; linear (align_corners)
+  // and nearest resampling by size and by scale; InstanceNorm1d; MaxPool1d with ceil_mode;
+  // ConvTranspose1d with output_padding; global average pooling.
+  nn::Sequential grid;
+  nn::ConvOptions o;
+  o.stride = {2};
+  o.padding = {2};
+  o.dilation = {2};
+  o.groups = 2;
+  o.seed = 123;
+  grid.add(nn::Conv1d(2, 4, {3}, o));
+  grid.add(nn::Activation("Pads", [](const Tensor& v) {
+    return pad(pad(v, {1, 2}, nn::PaddingMode::reflect), {2, 1}, nn::PaddingMode::zeros, 0.5);
+  }));
+  nn::UpsampleOptions linear;
+  linear.size = {15};
+  linear.mode = nn::InterpolateMode::linear;
+  linear.align_corners = true;
+  grid.add(nn::Upsample(linear));
+  grid.add(nn::InstanceNorm1d(4, 1e-5, true));
+  nn::UpsampleOptions nearest;
+  nearest.scale_factor = {1.5};
+  grid.add(nn::Upsample(nearest));
+  nn::PoolOptions ceil;
+  ceil.stride = {2};
+  ceil.padding = {1};
+  ceil.ceil_mode = true;
+  grid.add(nn::MaxPool1d(Shape{3}, ceil));
+  nn::ConvTransposeOptions t;
+  t.stride = {2};
+  t.padding = {1};
+  t.output_padding = {1};
+  t.seed = 124;
+  grid.add(nn::ConvTranspose1d(4, 3, {3}, t));
+  grid.add(nn::Activation("Nearest", [](const Tensor& v) { return interpolate(v, Shape{7}); }));
+  grid.add(nn::AdaptiveAvgPool1d(Shape{1}));
+  grid.add(nn::Flatten());
+  grid.to(d);
+  grid.eval();
+  traced_round_trip("kten-test-grid1d.onnx", grid, randn({2, 2, 12}, d, 125), randn({4, 2, 12}, d, 126));
+
+  // 3-D: circular Conv3d, InstanceNorm3d without affine, AvgPool3d, global pooling.
+  nn::Sequential volume;
+  nn::ConvOptions v;
+  v.padding = {1};
+  v.padding_mode = nn::PaddingMode::circular;
+  v.seed = 127;
+  volume.add(nn::Conv3d(1, 2, {3, 3, 3}, v));
+  volume.add(nn::InstanceNorm3d(2));
+  volume.add(nn::ReLU());  // else the global mean of normalised values is 0 up to rounding
+  volume.add(nn::AvgPool3d(Shape{2}));
+  volume.add(nn::AdaptiveAvgPool3d(Shape{1}));
+  volume.to(d);
+  volume.eval();
+  traced_round_trip("kten-test-volume.onnx", volume, randn({2, 1, 4, 4, 4}, d, 128), randn({3, 1, 4, 4, 4}, d, 129));
+
+  // Graph ops over tensors of the traced batch (their index constants fix it): gather, scatter_add.
+  nn::Activation graph_ops("GraphOps", [](const Tensor& h) {
+    const Tensor columns = tensor(std::vector<std::int64_t>{0, 2, 1, 0, 1, 2}, {2, 3}, h.device());
+    const Tensor rows = tensor(std::vector<std::int64_t>{0, 1, 1, 0, 1, 0}, {2, 3}, h.device());
+    return scatter_add(h * 0.5, 0, rows, gather(h, 1, columns) + 1.0);
+  });
+  graph_ops.to(d);
+  graph_ops.eval();
+  const Tensor h = randn({2, 3}, d, 130);
+  traced_round_trip("kten-test-graph-ops.onnx", graph_ops, h, h);
 }

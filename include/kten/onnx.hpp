@@ -1,8 +1,8 @@
 #pragma once
 /// \file onnx.hpp
 /// \brief ONNX import and export (kten::onnx): a model exported from PyTorch (torch.onnx.export,
-/// opsets 13 to 17) runs and keeps training in kten, without libtorch, and any supported kten
-/// module is written back as ONNX. Needs neither protobuf nor ONNX headers: linking kten::kten is
+/// opsets 13 to 17) runs and keeps training in kten, without libtorch, and any kten module is
+/// written as ONNX by tracing one call. Needs neither protobuf nor ONNX headers: linking kten::kten is
 /// enough. In a kten built without ONNX (KTEN_ENABLE_ONNX=OFF) every call throws kten::Error.
 #include <memory>
 #include <string>
@@ -63,12 +63,16 @@ class Model : public nn::Module {
 Model load(const std::string& path, const Device& device = cpu());
 
 /// \brief Writes `module` as an ONNX file (opset 17) that onnx.checker accepts and load() reads
-/// back to the same outputs: an imported Model as its graph with the current parameters (its
-/// dynamic axes kept; `example_inputs` may be empty), or a Linear, an activation (ReLU, Tanh,
-/// Sigmoid, GELU, SiLU, Softplus), LayerNorm, Dropout, or a Sequential of those, with state_dict()
-/// names as initializer names and axis 0 of the input and output as a dynamic batch axis; the one
-/// example input gives the rank, dtype and the other extents. Any other module is a kten::Error
-/// naming it. The write is atomic.
+/// back to the same outputs; the write is atomic. An imported Model is written as its graph with
+/// the current parameters (its dynamic axes kept; `example_inputs` may be empty). Any other
+/// module is traced: one call `module(x)` on a copy of the one example input x, with grad mode on,
+/// records every op on the autograd tape, and the ops the output depends on become nodes. The
+/// input is "input", the output "output", axis 0 of both a dynamic "batch" axis (the example
+/// gives the rank, dtype and other extents); state_dict() tensors are initializers under their
+/// names, any other tensor an op reads is a Constant (ops that depend on neither the input nor the
+/// parameters are folded, and control flow follows the traced path, as torch.jit.trace). The
+/// module's mode decides Dropout and BatchNorm, and its buffers are left as they were. An op with
+/// no ONNX form is a kten::Error naming the op and the module (docs/onnx.md lists those that have one).
 void save(const std::string& path, nn::Module& module, const std::vector<Tensor>& example_inputs = {});
 
 /// \brief One ONNX operator load() supports, in the default domain, and the opsets it does.

@@ -17,6 +17,7 @@ namespace kten {
 namespace detail {
 
 thread_local bool grad_mode_enabled = true;
+thread_local Tracer* active_tracer = nullptr;
 
 const std::shared_ptr<AutogradMeta>& AutogradAccess::no_meta() {
   static const std::shared_ptr<AutogradMeta> none;
@@ -30,19 +31,22 @@ bool recording_any(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inputs, BackwardFn fn) {
+void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inputs, BackwardFn fn, TraceAttrs attrs) {
   auto node = std::make_shared<Node>();
   node->name = name;
   node->inputs.reserve(inputs.size());
   node->input_shapes.reserve(inputs.size());
   for (const Tensor* t : inputs) {
     node->inputs.push_back(AutogradAccess::meta(*t));
-    node->input_shapes.push_back(t->shape());
+    // Only an input that requires grad receives one: the others (constants, an index listed for
+    // a trace) keep an empty shape, no copy.
+    node->input_shapes.push_back(node->inputs.back() ? t->shape() : Shape{});
   }
   node->backward = std::move(fn);
   auto meta = std::make_shared<AutogradMeta>();
   meta->grad_fn = std::move(node);
   AutogradAccess::set_meta(out, std::move(meta));
+  if (active_tracer) active_tracer->op(name, out, inputs, attrs());
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {

@@ -13,9 +13,12 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include <kten/tensor.hpp>
+
+#include "ops/registry.hpp"  // OpAttrs only: plain data, the registry's form of an op's arguments
 
 namespace kten::detail {
 
@@ -44,7 +47,7 @@ using BackwardFn = std::function<Grads(const Tensor& grad_output, const Needs& n
 struct Node {
   const char* name;
   std::vector<std::shared_ptr<AutogradMeta>> inputs;  // null for an input that needs no grad
-  std::vector<Shape> input_shapes;                    // the shape each gradient must have
+  std::vector<Shape> input_shapes;                    // the shape each gradient must have (empty: none flows)
   BackwardFn backward;                                // empty once the graph is freed
 };
 
@@ -72,11 +75,78 @@ bool recording(const Tensors&... inputs) {
 /// \brief recording() over a list of inputs (cat, stack).
 bool recording_any(const std::vector<Tensor>& inputs);
 
-/// \brief Makes `out` the result of a node named `name` over `inputs` with backward function `fn`.
-void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inputs, BackwardFn fn);
+/// \brief An op's non-tensor arguments (axes, sizes, scalars, modes) in the registry's form, built
+/// only when a trace asks for them (onnx::save): a training step builds none. It refers to a
+/// callable written at the record() call, which outlives that call.
+class TraceAttrs {
+ public:
+  /// \brief No attributes.
+  TraceAttrs() = default;
+  /// \brief Attributes computed by `f()` (an ops::OpAttrs), on demand.
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, TraceAttrs> &&
+                                              std::is_invocable_r_v<ops::OpAttrs, const F&>>>
+  TraceAttrs(const F& f) : f_(&f), call_([](const void* g) { return (*static_cast<const F*>(g))(); }) {}  // NOLINT: implicit
+  /// \brief The attributes (empty ones when none were given).
+  ops::OpAttrs operator()() const { return call_ ? call_(f_) : ops::OpAttrs{}; }
+
+ private:
+  const void* f_ = nullptr;
+  ops::OpAttrs (*call_)(const void*) = nullptr;
+};
+
+/// \brief What watches the tape (onnx::save's trace): told of every op record() records while
+/// it is this thread's active_tracer.
+class Tracer {
+ public:
+  virtual ~Tracer() = default;
+  /// \brief One recorded op: its name ("kten::conv2d"), its output, its inputs as recorded
+  /// (tensors autograd does not track, such as an index, after those it does) and its attributes.
+  virtual void op(const char* name, const Tensor& out, const std::vector<const Tensor*>& inputs,
+                  const ops::OpAttrs& attrs) = 0;
+};
+
+/// \brief This thread's tracer; null (the usual case) when nothing traces.
+extern thread_local Tracer* active_tracer;
+
+/// \brief Makes `tracer` this thread's active_tracer for its lifetime (null: pauses a trace),
+/// restoring the previous one when it ends, by an exception too.
+class TraceScope {
+ public:
+  /// \brief Installs `tracer`.
+  explicit TraceScope(Tracer* tracer) : previous_(active_tracer) { active_tracer = tracer; }
+  ~TraceScope() { active_tracer = previous_; }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  Tracer* previous_;
+};
+
+/// \brief Makes `out` the result of a node named `name` over `inputs` with backward function `fn`;
+/// an active tracer is told, with the attributes `attrs` gives. Inputs that need no gradient (an
+/// int64 index) may follow the others, for the tracer: the tape keeps nothing of them.
+void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inputs, BackwardFn fn,
+            TraceAttrs attrs = {});
 /// \brief record() for the common case of tensors listed in place.
-inline void record(const char* name, Tensor& out, std::initializer_list<const Tensor*> inputs, BackwardFn fn) {
-  record(name, out, std::vector<const Tensor*>(inputs), std::move(fn));
+inline void record(const char* name, Tensor& out, std::initializer_list<const Tensor*> inputs, BackwardFn fn,
+                   TraceAttrs attrs = {}) {
+  record(name, out, std::vector<const Tensor*>(inputs), std::move(fn), attrs);
+}
+
+/// \brief `compute()` (an op made of other recorded ops, such as batch_norm in evaluation mode)
+/// traced as one op `name` over `inputs`: its inner ops are hidden from an active tracer, which is
+/// told of the result once, when it was recorded. Without a tracer, just `compute()`.
+template <class Compute>
+Tensor traced_as(const char* name, std::initializer_list<const Tensor*> inputs, TraceAttrs attrs, Compute compute) {
+  Tracer* const tracer = active_tracer;
+  if (!tracer) return compute();
+  Tensor y;
+  {
+    TraceScope pause(nullptr);
+    y = compute();
+  }
+  if (y.requires_grad()) tracer->op(name, y, std::vector<const Tensor*>(inputs), attrs());
+  return y;
 }
 
 /// \brief A tensor kept by a backward function: the same data without history, so the node does

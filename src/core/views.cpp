@@ -62,8 +62,8 @@ std::int64_t offset_at(const char* op, std::int64_t offset, std::int64_t index, 
 // A view's gradient reaches its base: the view is recorded like any other operation, with a
 // backward function that maps the view's gradient onto the base's shape. Made only when recording.
 template <class MakeBackward>
-Tensor recorded_view(const char* name, const Tensor& base, Tensor view, MakeBackward make_backward) {
-  if (recording(base)) record(name, view, {&base}, make_backward());
+Tensor recorded_view(const char* name, const Tensor& base, Tensor view, MakeBackward make_backward, TraceAttrs attrs = {}) {
+  if (recording(base)) record(name, view, {&base}, make_backward(), attrs);
   return view;
 }
 
@@ -96,7 +96,7 @@ Tensor Tensor::transpose(int d0, int d1) const {
   std::swap(strides[a], strides[b]);
   return detail::recorded_view("kten::transpose", *this, Tensor(storage(), std::move(shape), std::move(strides), offset(), dtype()), [a, b] {
     return [a, b](const Tensor& g, const detail::Needs&) { return detail::Grads{g.transpose(a, b)}; };
-  });
+  }, [a, b] { return ops::OpAttrs::of_ints({a, b}); });
 }
 
 Tensor Tensor::permute(const std::vector<int>& dims) const {
@@ -120,6 +120,10 @@ Tensor Tensor::permute(const std::vector<int>& dims) const {
     std::vector<int> inverse(dims.size());
     for (std::size_t i = 0; i < dims.size(); ++i) inverse[detail::normalize_axis(op, *this, dims[i])] = static_cast<int>(i);
     return [inverse](const Tensor& g, const detail::Needs&) { return detail::Grads{g.permute(inverse)}; };
+  }, [&] {
+    std::vector<std::int64_t> axes;
+    for (int a : dims) axes.push_back(detail::normalize_axis(op, *this, a));
+    return ops::OpAttrs::of_ints(std::move(axes));
   });
 }
 
@@ -138,7 +142,7 @@ Tensor Tensor::narrow(int dim, std::int64_t start, std::int64_t length) const {
     return [base = this->shape(), d, s, length](const Tensor& g, const detail::Needs&) {
       return detail::Grads{detail::scatter_into_zeros(g, base, [&](const Tensor& z) { return z.narrow(d, s, length); })};
     };
-  });
+  }, [=] { return ops::OpAttrs::of_ints({d, s, length}); });
 }
 
 Tensor Tensor::select(int dim, std::int64_t index) const {
@@ -156,7 +160,7 @@ Tensor Tensor::select(int dim, std::int64_t index) const {
     return [base = this->shape(), d, i](const Tensor& g, const detail::Needs&) {
       return detail::Grads{detail::scatter_into_zeros(g, base, [&](const Tensor& z) { return z.select(d, i); })};
     };
-  });
+  }, [=] { return ops::OpAttrs::of_ints({d, i}); });
 }
 
 Tensor Tensor::unsqueeze(int dim) const {
@@ -173,7 +177,7 @@ Tensor Tensor::unsqueeze(int dim) const {
   strides.insert(strides.begin() + a, stride);
   return detail::recorded_view("kten::unsqueeze", *this, Tensor(storage(), std::move(shape), std::move(strides), offset(), dtype()), [a] {
     return [a](const Tensor& g, const detail::Needs&) { return detail::Grads{g.squeeze(a)}; };
-  });
+  }, [a] { return ops::OpAttrs::of_ints({a}); });
 }
 
 Tensor Tensor::squeeze(int dim) const {
@@ -186,7 +190,7 @@ Tensor Tensor::squeeze(int dim) const {
   strides.erase(strides.begin() + d);
   return detail::recorded_view("kten::squeeze", *this, Tensor(storage(), std::move(shape), std::move(strides), offset(), dtype()), [&] {
     return [base = this->shape()](const Tensor& g, const detail::Needs&) { return detail::Grads{g.reshape(base)}; };
-  });
+  }, [d] { return ops::OpAttrs::of_ints({d}); });
 }
 
 Tensor Tensor::squeeze() const {
@@ -199,6 +203,11 @@ Tensor Tensor::squeeze() const {
     }
   return detail::recorded_view("kten::squeeze", *this, Tensor(storage(), std::move(shape), std::move(strides), offset(), dtype()), [&] {
     return [base = this->shape()](const Tensor& g, const detail::Needs&) { return detail::Grads{g.reshape(base)}; };
+  }, [&] {  // the axes of extent 1 it drops
+    std::vector<std::int64_t> axes;
+    for (int d = 0; d < ndim(); ++d)
+      if (this->shape()[d] == 1) axes.push_back(d);
+    return ops::OpAttrs::of_ints(std::move(axes));
   });
 }
 
@@ -276,7 +285,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
         if (needs[i]) grads[i] = g.narrow(d, starts[i], end - starts[i]);
       }
       return grads;
-    });
+    }, [d] { return ops::OpAttrs::of_ints({d}); });
   }
   return out;
 }

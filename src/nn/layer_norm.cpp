@@ -221,7 +221,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
              if (needs[1]) grads[1] = dw;
              if (needs[2]) grads[2] = db;
              return grads;
-           });
+           }, [eps] { return ops::OpAttrs::of_reals({eps}); });
   return y;
 }
 

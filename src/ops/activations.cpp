@@ -28,13 +28,15 @@ Tensor gelu(const Tensor& x) { return unary_with_grad_kernel("kten::gelu", "kten
 Tensor silu(const Tensor& x) { return unary_with_grad_kernel("kten::silu", "kten::silu_grad", x, Silu{}, SiluGrad{}); }
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   return unary_with_grad_kernel("kten::softplus", "kten::softplus_grad", x, Softplus{beta, threshold},
-                                SoftplusGrad{beta, threshold});
+                                SoftplusGrad{beta, threshold}, [=] { return ops::OpAttrs::of_reals({beta, threshold}); });
 }
 Tensor clamp(const Tensor& x, double lo, double hi) {
-  return unary_with_grad_kernel("kten::clamp", "kten::clamp_grad", x, Clamp{lo, hi}, ClampGrad{lo, hi});
+  return unary_with_grad_kernel("kten::clamp", "kten::clamp_grad", x, Clamp{lo, hi}, ClampGrad{lo, hi},
+                                [=] { return ops::OpAttrs::of_reals({lo, hi}); });
 }
 Tensor leaky_relu(const Tensor& x, double slope) {
-  return unary_with_grad_kernel("kten::leaky_relu", "kten::leaky_relu_grad", x, LeakyRelu{slope}, LeakyReluGrad{slope});
+  return unary_with_grad_kernel("kten::leaky_relu", "kten::leaky_relu_grad", x, LeakyRelu{slope}, LeakyReluGrad{slope},
+                                [=] { return ops::OpAttrs::of_reals({slope}); });
 }
 
 }  // namespace kten

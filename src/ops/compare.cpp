@@ -65,8 +65,20 @@ struct WhereKernel {
 
 constexpr const char* where_label = "kten::where";
 
+// A comparison has no gradient, so the tape records none; a trace still needs the ones that read
+// what it follows (a condition computed from the input), or it would freeze them.
+void trace_comparison(const char* label, const Tensor& out, const Tensor& a, const Tensor* b, double s) {
+  if (active_tracer && grad_mode_enabled && (a.requires_grad() || (b && b->requires_grad()))) {
+    std::vector<const Tensor*> inputs{&a};
+    if (b) inputs.push_back(b);
+    active_tracer->op(label, out, inputs, b ? ops::OpAttrs{} : ops::OpAttrs::of_reals({s}));
+  }
+}
+
 Tensor compare(const char* label, Comparison op, const Tensor& a, const Tensor& b) {
-  return elementwise_binary<bool, Accepts::any>(label, a, b, Compare{op});
+  Tensor out = elementwise_binary<bool, Accepts::any>(label, a, b, Compare{op});
+  trace_comparison(label, out, a, &b, 0);
+  return out;
 }
 
 // The scalar becomes an element of x's dtype; for int64 and boolean only when it is one exactly,
@@ -79,10 +91,12 @@ Tensor compare(const char* label, Comparison op, const Tensor& x, double s) {
   if (!exact)
     fail<DTypeError>(label, "compares a ", x.dtype(), " tensor with ", s, ", which is no ", x.dtype(), " value; compare with ",
                      x.dtype() == DType::int64 ? "an integer" : "0 or 1", ", or compare a float copy: x.astype(kten::float64)");
-  return elementwise_unary<bool, Accepts::any>(label, x, [s, op](auto zero) {
+  Tensor out = elementwise_unary<bool, Accepts::any>(label, x, [s, op](auto zero) {
     using T = decltype(zero);
     return CompareScalar<T>{convert<T>(s), Compare{op}};
   });
+  trace_comparison(label, out, x, nullptr, s);
+  return out;
 }
 
 }  // namespace detail
@@ -115,8 +129,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     using T = std::remove_pointer_t<decltype(po)>;
     for_each_index(label, backend, out.numel(), WhereKernel<T>{pc, pa, pb, po, cond_a, b_only});
   }, a, b, out, Fixed<bool>{cond});
-  if (recording(a, b))  // the gradient goes where each element came from
-    record(label, out, {&a, &b}, [cond = saved(cond), sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& needs) {
+  if (recording(a, b))  // the gradient goes where each element came from; the condition follows, for a trace
+    record(label, out, {&a, &b, &cond}, [cond = saved(cond), sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& needs) {
       const Tensor zero = zeros({}, g.device(), g.dtype());
       return Grads{needs[0] ? sum_to(where(cond, g, zero), sa) : Tensor(), needs[1] ? sum_to(where(cond, zero, g), sb) : Tensor()};
     });

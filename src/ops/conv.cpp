@@ -689,6 +689,11 @@ Tensor conv_nd(const char* op, int dims, const Tensor& x_in, const Tensor& w, co
                   needs[1] ? conv_grad_weight(op, g, dims, x, dy, w.shape()) : Tensor()};
       if (with_bias) grads.push_back(needs[2] ? bias_grad(dy) : Tensor());
       return grads;
+    }, [&] {  // the registry's order: stride, padding, dilation (one per axis each), groups
+      ops::OpAttrs a;
+      for (const auto* v : {g.stride, g.pad, g.dil}) a.ints.insert(a.ints.end(), v + 3 - dims, v + 3);
+      a.ints.push_back(groups);
+      return a;
     });
   }
   return unbatched ? y.squeeze(0) : y;
@@ -711,6 +716,14 @@ Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x_in, const Ten
                   needs[1] ? conv_grad_weight(op, g, dims, dy, x, w.shape()) : Tensor()};
       if (with_bias) grads.push_back(needs[2] ? bias_grad(dy) : Tensor());
       return grads;
+    }, [&] {  // the registry's order: stride, padding, output_padding (one per axis each), groups, dilation
+      ops::OpAttrs a;
+      for (const auto* v : {g.stride, g.pad}) a.ints.insert(a.ints.end(), v + 3 - dims, v + 3);
+      const auto extra = per_axis(op, "output_padding", output_padding, dims, 0);
+      a.ints.insert(a.ints.end(), extra.begin(), extra.end());
+      a.ints.push_back(groups);
+      a.ints.insert(a.ints.end(), g.dil + 3 - dims, g.dil + 3);
+      return a;
     });
   }
   return unbatched ? y.squeeze(0) : y;
@@ -883,6 +896,10 @@ Tensor pad(const Tensor& x, const Shape& pads, nn::PaddingMode mode, double valu
         dx = mode == nn::PaddingMode::zeros ? dx.narrow(a, before[a], in[a]) : detail::pad_fold(dx.contiguous(), a, in[a], before[a], mode);
       }
       return detail::Grads{dx.contiguous()};
+    }, [&] {  // the registry's: the pads, then the mode's index and the value
+      ops::OpAttrs a = ops::OpAttrs::of_ints(pads);
+      a.reals = {static_cast<double>(static_cast<int>(mode)), value};
+      return a;
     });
   }
   return y;

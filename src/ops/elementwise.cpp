@@ -164,25 +164,27 @@ Tensor operator/(const Tensor& a, const Tensor& b) {
 }
 
 namespace {
-// The gradient of x -> x + s, x - s: g itself; of x -> s * x: g * s.
-Tensor scaled_gradient(const char* name, Tensor out, const Tensor& x, double scale) {
+// The gradient of x -> x + s, x - s: g itself; of x -> s * x: g * s. A trace sees the scalar s.
+Tensor scaled_gradient(const char* name, Tensor out, const Tensor& x, double scale, double s) {
   if (recording(x))
-    record(name, out, {&x}, [scale](const Tensor& g, const Needs&) { return Grads{scale == 1.0 ? g : g * scale}; });
+    record(name, out, {&x}, [scale](const Tensor& g, const Needs&) { return Grads{scale == 1.0 ? g : g * scale}; },
+           [s] { return ops::OpAttrs::of_reals({s}); });
   return out;
 }
 }  // namespace
 
-Tensor operator+(const Tensor& a, double s) { return scaled_gradient("kten::add_scalar", scalar_map<AddScalar>("kten::add_scalar", a, s), a, 1.0); }
+Tensor operator+(const Tensor& a, double s) { return scaled_gradient("kten::add_scalar", scalar_map<AddScalar>("kten::add_scalar", a, s), a, 1.0, s); }
 Tensor operator+(double s, const Tensor& a) { return a + s; }
-Tensor operator-(const Tensor& a, double s) { return scaled_gradient("kten::sub_scalar", scalar_map<AddScalar>("kten::sub_scalar", a, -s), a, 1.0); }
-Tensor operator-(double s, const Tensor& a) { return scaled_gradient("kten::rsub_scalar", scalar_map<ScalarSub>("kten::rsub_scalar", a, s), a, -1.0); }
-Tensor operator*(const Tensor& a, double s) { return scaled_gradient("kten::mul_scalar", scalar_map<MulScalar>("kten::mul_scalar", a, s), a, s); }
+Tensor operator-(const Tensor& a, double s) { return scaled_gradient("kten::sub_scalar", scalar_map<AddScalar>("kten::sub_scalar", a, -s), a, 1.0, s); }
+Tensor operator-(double s, const Tensor& a) { return scaled_gradient("kten::rsub_scalar", scalar_map<ScalarSub>("kten::rsub_scalar", a, s), a, -1.0, s); }
+Tensor operator*(const Tensor& a, double s) { return scaled_gradient("kten::mul_scalar", scalar_map<MulScalar>("kten::mul_scalar", a, s), a, s, s); }
 Tensor operator*(double s, const Tensor& a) { return a * s; }
-Tensor operator/(const Tensor& a, double s) { return scaled_gradient("kten::div_scalar", scalar_map<DivScalar>("kten::div_scalar", a, s), a, 1.0 / s); }
+Tensor operator/(const Tensor& a, double s) { return scaled_gradient("kten::div_scalar", scalar_map<DivScalar>("kten::div_scalar", a, s), a, 1.0 / s, s); }
 Tensor operator/(double s, const Tensor& a) {
   Tensor out = scalar_map<ScalarDiv>("kten::rdiv_scalar", a, s);
   if (recording(a))
-    record("kten::rdiv_scalar", out, {&a}, [a = saved(a), s](const Tensor& g, const Needs&) { return Grads{g * -s / (a * a)}; });
+    record("kten::rdiv_scalar", out, {&a}, [a = saved(a), s](const Tensor& g, const Needs&) { return Grads{g * -s / (a * a)}; },
+           [s] { return ops::OpAttrs::of_reals({s}); });
   return out;
 }
 Tensor operator-(const Tensor& a) { return neg(a); }

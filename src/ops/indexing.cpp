@@ -140,10 +140,10 @@ Tensor take(const char* label, const Tensor& x, int a, const Tensor& index) {
     for_each_index(label, backend, walk.indices, TakeKernel<T>{px, pi, po, flag, s, step, extent, walk.row}, out.numel());
   }, x, out, Fixed<std::int64_t>{index}, Fixed<std::int64_t>{check.flag()});
   check.launched();
-  if (recording(x))
-    record(label, out, {&x}, [x_shape = x.shape(), a, index = saved(index)](const Tensor& g, const Needs&) {
+  if (recording(x))  // the index (no gradient) follows x for a trace
+    record(label, out, {&x, &index}, [x_shape = x.shape(), a, index = saved(index)](const Tensor& g, const Needs&) {
       return Grads{scatter_add(zeros(x_shape, g.device(), g.dtype()), a, index, g)};
-    });
+    }, [a] { return ops::OpAttrs::of_ints({a}); });
   return out;
 }
 
@@ -207,7 +207,9 @@ Tensor select_along(const char* label, const Tensor& x, int axis, const Tensor& 
     fail<ShapeError>(label, "indices must be 1-D, got shape ", indices.shape(), "; flatten them with .reshape({-1})");
   Shape shape = x.shape(), along(x.ndim(), 1);
   shape[a] = along[a] = indices.numel();
-  return take(label, x, a, indices.reshape(along).expand(shape));
+  // One op for a trace, over the 1-D indices themselves (ONNX's Gather), not their broadcast view.
+  return traced_as(label, {&x, &indices}, [a] { return ops::OpAttrs::of_ints({a}); },
+                   [&] { return take(label, x, a, indices.reshape(along).expand(shape)); });
 }
 }  // namespace
 

@@ -213,6 +213,10 @@ std::pair<Tensor, SetStats> normalise(const char* op, const char* grad_op, const
       if (needs[1]) grads[1] = over_batch(partial_w);
       if (needs[2]) grads[2] = over_batch(partial_b);
       return grads;
+    }, [&] {  // group and instance norm's: the groups, and eps
+      ops::OpAttrs a = ops::OpAttrs::of_ints({groups});
+      a.reals = {eps};
+      return a;
     });
   return {y, st};
 }
@@ -273,8 +277,9 @@ void require_running(const char* op, const Tensor& running_mean, const Tensor& r
 }  // namespace
 }  // namespace detail
 
-Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum, double eps) {
+namespace {
+Tensor batch_norm_of(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                     const Tensor& bias, bool training, double momentum, double eps) {
   constexpr const char* op = "kten::batch_norm";
   detail::check_norm_input(op, x);
   const std::pair<const char*, const Tensor*> per_channel[] = {
@@ -295,6 +300,18 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     detail::update_running(running_var, stats.var * (static_cast<double>(count) / static_cast<double>(count - 1)), momentum);
   }
   return y;
+}
+}  // namespace
+
+// One op for a trace, whichever ops compute it (evaluation mode's are elementwise), with the
+// running statistics among its inputs: ONNX's BatchNormalization reads them.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  return detail::traced_as("kten::batch_norm", {&x, &running_mean, &running_var, &weight, &bias}, [&] {
+    ops::OpAttrs a = ops::OpAttrs::of_reals({momentum, eps});
+    a.ints = {training ? 1 : 0};
+    return a;
+  }, [&] { return batch_norm_of(x, running_mean, running_var, weight, bias, training, momentum, eps); });
 }
 
 Tensor group_norm(const Tensor& x, std::int64_t groups, const Tensor& weight, const Tensor& bias, double eps) {

@@ -309,6 +309,21 @@ PoolGrid adaptive_grid(const char* op, const Tensor& x, int spatial, const Shape
 // The elements a pooling touches: its outputs, and its input once.
 std::int64_t pool_work(const Tensor& x, const Tensor& y) { return std::max(x.numel(), y.numel()); }
 
+// A pooling's attributes for a trace, in the registry's form: kernel, stride and padding (one per
+// spatial axis each), then `flags`; an adaptive pooling's are its output size.
+ops::OpAttrs pool_attrs(const PoolGrid& g, int spatial, std::initializer_list<bool> flags) {
+  ops::OpAttrs a;
+  if (g.axis[2].adaptive) {
+    a.ints.assign(g.out + 3 - spatial, g.out + 3);
+    return a;
+  }
+  for (int i = 3 - spatial; i < 3; ++i) a.ints.push_back(g.axis[i].kernel);
+  for (int i = 3 - spatial; i < 3; ++i) a.ints.push_back(g.axis[i].stride);
+  for (int i = 3 - spatial; i < 3; ++i) a.ints.push_back(g.axis[i].pad);
+  for (bool f : flags) a.ints.push_back(f ? 1 : 0);
+  return a;
+}
+
 }  // namespace
 
 Tensor max_pool(const Tensor& x, int spatial, const Shape& kernel, const Shape& stride, const Shape& padding, bool ceil_mode) {
@@ -342,14 +357,14 @@ Tensor max_pool(const Tensor& x, int spatial, const Shape& kernel, const Shape& 
                      pool_work(gx, gy));
     }, gy, gx, Fixed<std::int64_t>{arg});
     return Grads{gx};
-  });
+  }, [&] { return pool_attrs(g, spatial, {ceil_mode}); });
   return y;
 }
 
 namespace {
 
 // Average pooling (avg_pool and adaptive_avg_pool) of x over the grid g.
-Tensor avg_pool(const PoolLabels& label, int spatial, const Tensor& x, const PoolGrid& g, bool count_pad) {
+Tensor avg_pool(const PoolLabels& label, int spatial, const Tensor& x, const PoolGrid& g, bool ceil_mode, bool count_pad) {
   Tensor y = empty(grid_result_shape(x, spatial, g.out), x.device(), x.dtype());
   launch_views(label.forward, [&](const auto& backend, auto* px, auto* py) {
     using T = std::remove_pointer_t<decltype(px)>;
@@ -368,19 +383,20 @@ Tensor avg_pool(const PoolLabels& label, int spatial, const Tensor& x, const Poo
                        AvgPoolGradKernel<T, rows>{pgy, pgx, g, count_pad}, pool_work(gx, gy));
       }, gy, gx);
       return Grads{gx};
-    });
+    }, [&] { return pool_attrs(g, spatial, {ceil_mode, count_pad}); });
   return y;
 }
 
 Tensor avg_pool_of(int spatial, const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding,
                    bool ceil_mode, bool count_include_pad) {
   const PoolLabels label = avg_pool_labels[spatial - 1];
-  return avg_pool(label, spatial, x, pool_grid(label.forward, x, spatial, kernel, stride, padding, ceil_mode), count_include_pad);
+  return avg_pool(label, spatial, x, pool_grid(label.forward, x, spatial, kernel, stride, padding, ceil_mode), ceil_mode,
+                  count_include_pad);
 }
 
 Tensor adaptive_avg_pool_of(int spatial, const Tensor& x, const Shape& output_size) {
   const PoolLabels label = adaptive_labels[spatial - 1];
-  return avg_pool(label, spatial, x, adaptive_grid(label.forward, x, spatial, output_size), true);
+  return avg_pool(label, spatial, x, adaptive_grid(label.forward, x, spatial, output_size), false, true);
 }
 
 }  // namespace

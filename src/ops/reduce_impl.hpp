@@ -322,6 +322,12 @@ Tensor differentiable_reduction(const Tensor& x, const ReducedAxes& r) {
       const Tensor scale = elementwise_binary("kten::norm_grad", g, y, DivOrZero{});
       return Grads{x * spread(scale, shape, r)};
     }
+  }, [&r] {  // the reduced axes, and keepdim
+    ops::OpAttrs a;
+    for (std::size_t d = 0; d < r.reduced.size(); ++d)
+      if (r.reduced[d]) a.ints.push_back(static_cast<std::int64_t>(d));
+    a.keepdim = r.keep;
+    return a;
   });
   return y;
 }

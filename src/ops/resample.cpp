@@ -279,6 +279,13 @@ Tensor interpolate_to(const Tensor& x, const Shape* size, const std::vector<doub
                        ResampleGradKernel<T, rows>{pgy, pgx, ResampleGrid<T>(planes, specs)}, std::max(gx.numel(), gy.numel()));
       }, gy, gx);
       return Grads{gx};
+    }, [&] {  // the output extents, the mode and align_corners; the scales when given (PyTorch's coordinates follow them)
+      ops::OpAttrs a;
+      a.ints.assign(sizes + 3 - spatial, sizes + 3);
+      a.ints.push_back(static_cast<std::int64_t>(mode));
+      a.ints.push_back(align_corners ? 1 : 0);
+      if (!size) a.reals.assign(scales + 3 - spatial, scales + 3);
+      return a;
     });
   return y;
 }

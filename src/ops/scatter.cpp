@@ -576,13 +576,14 @@ Tensor scatter_nd(const char* label, const Tensor& x, int axis, const Tensor& in
     const bool extremum = r == Reduce::amax || r == Reduce::amin;
     // Only amax and amin read x, src and the result again (which values won); the other
     // reductions keep the index and its segments alone, and pass the gradient in their place.
-    record(label, out, {&x, &src},
+    // The index follows, for a trace (it needs no gradient); the attributes are the registry's.
+    record(label, out, {&x, &src, &index},
            [label, r, include_self, g, seg, index = saved(index), x = extremum ? saved(x) : Tensor(), src_shape = src.shape(),
             src = extremum ? saved(src) : Tensor(), result = extremum ? saved(out) : Tensor()](const Tensor& grad, const Needs& needs) {
              const Tensor& unused = grad;
              return scatter_backward(label, r, include_self, g, seg, index, x.defined() ? x : unused,
                                      src.defined() ? src : unused, src_shape, result.defined() ? result : unused, grad, needs);
-           });
+           }, [&] { return ops::OpAttrs::of_ints({a, static_cast<std::int64_t>(r), include_self ? 1 : 0}); });
   }
   return out;
 }
@@ -664,11 +665,11 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   }, weight, out, Fixed<std::int64_t>{indices}, Fixed<std::int64_t>{check.flag()});
   check.launched();
   if (recording(weight))
-    record(label, out, {&weight}, [num, dim, indices = saved(indices)](const Tensor& g, const Needs&) {
+    record(label, out, {&weight, &indices}, [num, dim, indices = saved(indices)](const Tensor& g, const Needs&) {
       // index_add into zeros: each row's gradients in the order of the indices.
       const Tensor flat = indices.reshape({-1});
       return Grads{index_add(zeros({num, dim}, g.device(), g.dtype()), 0, flat, g.reshape({flat.numel(), dim}))};
-    });
+    });  // the indices (no gradient) are listed for a trace
   return out;
 }
 

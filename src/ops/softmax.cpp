@@ -158,7 +158,7 @@ Tensor softmax_along(const char* op, const char* grad_op, const Tensor& x_in, in
         for_each_row_of<SoftmaxRows<Log>::template Backward>(grad_op, backend, layout, py, pg, pdx);
       }, y, g, dx);
       return Grads{dx};
-    });
+    }, [axis] { return ops::OpAttrs::of_ints({axis}); });
   return y;
 }
 

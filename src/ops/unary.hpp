@@ -11,14 +11,15 @@
 
 namespace kten::detail {
 
-/// \brief y = op(x), and when x requires grad, its gradient gradient(x, y, g) on the tape.
+/// \brief y = op(x), and when x requires grad, its gradient gradient(x, y, g) on the tape (with
+/// the op's scalars, `attrs`, for a trace).
 template <class Op, class Gradient>
-Tensor differentiable_unary(const char* label, const Tensor& x, Gradient gradient, Op op = Op{}) {
+Tensor differentiable_unary(const char* label, const Tensor& x, Gradient gradient, Op op = Op{}, TraceAttrs attrs = {}) {
   Tensor y = unary(label, x, op);
   if (recording(x))
     record(label, y, {&x}, [x = saved(x), y = saved(y), gradient](const Tensor& g, const Needs&) {
       return Grads{gradient(x, y, g)};
-    });
+    }, attrs);
   return y;
 }
 
@@ -43,10 +44,11 @@ Tensor same_shape_gradient(const char* label, const Tensor& a_in, const Tensor& 
 enum class GradOf { input, output };
 /// \brief y = op(x) with the gradient grad(x, g) (or grad(y, g)) as one kernel.
 template <GradOf of = GradOf::input, class Op, class Grad>
-Tensor unary_with_grad_kernel(const char* label, const char* grad_label, const Tensor& x, Op op, Grad grad) {
+Tensor unary_with_grad_kernel(const char* label, const char* grad_label, const Tensor& x, Op op, Grad grad,
+                              TraceAttrs attrs = {}) {
   return differentiable_unary(label, x, [grad_label, grad](const Tensor& x, const Tensor& y, const Tensor& g) {
     return same_shape_gradient(grad_label, of == GradOf::input ? x : y, g, grad);
-  }, op);
+  }, op, attrs);
 }
 
 }  // namespace kten::detail

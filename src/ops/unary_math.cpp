@@ -38,7 +38,7 @@ Tensor pow(const Tensor& x, double exponent) {
   return differentiable_unary("kten::pow_scalar", x, [grad](const Tensor& x, const Tensor&, const Tensor& g) {
     if (grad.e == 0) return zeros(x.shape(), x.device(), x.dtype());  // PyTorch's, even where g is NaN or inf
     return elementwise_binary("kten::pow_scalar_grad", x, g, grad);
-  }, PowScalar::of(exponent));
+  }, PowScalar::of(exponent), [exponent] { return ops::OpAttrs::of_reals({exponent}); });
 }
 
 }  // namespace kten

@@ -141,7 +141,8 @@ Tensor dropout(const Tensor& x_in, double p, std::uint64_t seed, std::uint64_t c
                             static_cast<T>(1 / (1 - p))};
   }, x, out);
   if (recording(x_in))
-    record(label, out, {&x_in}, [p, seed, call](const Tensor& g, const Needs&) { return Grads{dropout(g, p, seed, call)}; });
+    record(label, out, {&x_in}, [p, seed, call](const Tensor& g, const Needs&) { return Grads{dropout(g, p, seed, call)}; },
+           [p] { return ops::OpAttrs::of_reals({p}); });
   return out;
 }
 

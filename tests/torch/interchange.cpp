@@ -18,6 +18,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <spawn.h>
@@ -161,7 +162,8 @@ void to_torch(const std::string& dir, const kten::Device& device) {
 // (opset 17) and in training mode (opset 13); kten loads each and must give PyTorch's outputs,
 // parameter gradients of an MSE loss, and parameters after three Adam steps; then kten writes the
 // trained model and a Sequential of its own layers, which reload to the same outputs and which
-// onnx.checker accepts. A small attention block checks outputs and gradients too.
+// onnx.checker accepts. A small attention block checks outputs and gradients too. DESIGN's Block,
+// traced by save(), is rebuilt in PyTorch from the file's initializers and gives kten's outputs.
 
 // |got - want| <= tol * max(1, the largest |want|) everywhere (relative to the largest element).
 bool close_to_largest(const std::string& what, const kten::Tensor& got, const kten::Tensor& want, double tol) {
@@ -169,6 +171,93 @@ bool close_to_largest(const std::string& what, const kten::Tensor& got, const kt
   double largest = 1;
   for (double v : w) largest = std::max(largest, std::fabs(v));
   return close(what, got, want, 0, tol * largest);
+}
+
+// DESIGN 1c's composed model (interchange.py's DesignBlock): circular Conv2d, BatchNorm2d, a
+// registered parameter and an int64 buffer.
+class Block : public kten::nn::Module {
+ public:
+  explicit Block(std::int64_t ch) {
+    kten::nn::ConvOptions o;
+    o.padding = {1};
+    o.padding_mode = kten::nn::PaddingMode::circular;
+    o.seed = 7;
+    conv_ = register_module("conv", kten::nn::Conv2d(ch, ch, {3, 3}, o));
+    norm_ = register_module("norm", kten::nn::BatchNorm2d(ch));
+    gain_ = register_parameter("gain", kten::full({1}, 0.6));
+    register_buffer("calls", kten::zeros({1}, kten::cpu(), kten::int64));
+  }
+  kten::Tensor forward(const kten::Tensor& x) override { return x + gain_ * kten::relu((*norm_)((*conv_)(x))); }
+  std::string name() const override { return "Block"; }
+
+ private:
+  std::shared_ptr<kten::nn::Conv2d> conv_;
+  std::shared_ptr<kten::nn::BatchNorm2d> norm_;
+  kten::Tensor gain_;
+};
+
+// save() traces the Block in evaluation and in training mode (kten-block-<mode>.onnx) with kten's
+// outputs on another batch size (kten-block-<mode>-io.safetensors): onnx-check rebuilds PyTorch's
+// Block from each file's initializers and compares; load() must read each back to kten's outputs.
+bool traced_block(const std::string& dir, const kten::Device& device) {
+  bool ok = true;
+  Block block(3);
+  block.to(device);
+  for (std::uint64_t seed : {11, 12}) block(kten::randn({4, 3, 6, 6}, device, seed));  // running statistics of its own
+  for (const std::string mode : {"eval", "train"}) {
+    block.train(mode == "train");
+    const std::string file = dir + "/kten-block-" + mode + ".onnx";
+    kten::onnx::save(file, block, {kten::randn({2, 3, 6, 6}, device, 13)});
+    auto loaded = kten::onnx::load(file, device);
+    const kten::Tensor x = kten::randn({5, 3, 6, 6}, device, 14);
+    kten::NoGradGuard no_grad;
+    const kten::Tensor y = block(x);
+    ok = close("the traced Block (" + mode + ", batch 5, traced with 2) read back", loaded(x), y, 1e-5, 1e-6) && ok;
+    kten::io::save_safetensors(dir + "/kten-block-" + mode + "-io.safetensors", {{"x", x}, {"y", y}});
+  }
+  // More traced files for onnx.checker's full check (GroupNorm's Reshapes, Resize, Pad, pooling,
+  // Gather on an int64 input): a grid net and a 1-D CNN, and an Embedding model.
+  kten::nn::Sequential grid;
+  kten::nn::ConvOptions circular;
+  circular.padding = {1};
+  circular.padding_mode = kten::nn::PaddingMode::circular;
+  grid.add(kten::nn::Conv2d(1, 4, {3, 3}, circular));
+  grid.add(kten::nn::GroupNorm(2, 4));
+  grid.add(kten::nn::GELU());
+  grid.add(kten::nn::MaxPool2d(kten::Shape{2}));
+  kten::nn::UpsampleOptions up;
+  up.scale_factor = {2};
+  up.mode = kten::nn::InterpolateMode::bilinear;
+  grid.add(kten::nn::Upsample(up));
+  kten::nn::ConvTransposeOptions t;
+  t.stride = {2};
+  grid.add(kten::nn::ConvTranspose2d(4, 2, {2, 2}, t));
+  kten::nn::ConvOptions replicate;
+  replicate.padding = {1};
+  replicate.padding_mode = kten::nn::PaddingMode::replicate;
+  grid.add(kten::nn::Conv2d(2, 2, {3, 3}, replicate));
+  grid.add(kten::nn::AvgPool2d(kten::Shape{2}));
+  grid.add(kten::nn::Flatten());
+  grid.add(kten::nn::Linear(512, 3));
+  grid.add(kten::nn::Activation("Softmax", [](const kten::Tensor& v) { return kten::softmax(v, 1); }));
+  kten::nn::Sequential embed;
+  embed.add(kten::nn::Embedding(10, 3));
+  embed.add(kten::nn::Flatten());
+  embed.add(kten::nn::Linear(12, 2));
+  for (auto [name, net, example, other] :
+       {std::tuple<std::string, kten::nn::Module*, kten::Tensor, kten::Tensor>{
+            "grid", &grid, kten::randn({2, 1, 16, 16}, device, 15), kten::randn({3, 1, 16, 16}, device, 16)},
+        {"embedding", &embed, kten::tensor(std::vector<std::int64_t>{1, 2, 3, 4, 9, 8, 7, 0}, {2, 4}, device),
+         kten::tensor(std::vector<std::int64_t>{5, 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 0}, {3, 4}, device)}}) {
+    net->to(device);
+    net->eval();
+    const std::string file = dir + "/kten-" + name + ".onnx";
+    kten::onnx::save(file, *net, {example});
+    auto loaded = kten::onnx::load(file, device);
+    kten::NoGradGuard no_grad;
+    ok = close("the traced " + name + " model read back (another batch size)", loaded(other), (*net)(other), 1e-5, 1e-6) && ok;
+  }
+  return ok;
 }
 
 bool onnx_from_torch(const std::string& python, const std::string& script, const std::string& dir, const kten::Device& device) {
@@ -231,6 +320,7 @@ bool onnx_from_torch(const std::string& python, const std::string& script, const
   auto loaded = kten::onnx::load(dir + "/kten-sequential.onnx", device);
   kten::NoGradGuard no_grad;
   ok = close("kten's Sequential written and read back (batch 6, written with 3)", loaded(x), seq(x), 1e-6, 1e-6) && ok;
+  ok = traced_block(dir, device) && ok;
   return run_python(python, script, "onnx-check", dir) && ok;
 }
 

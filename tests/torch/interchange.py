@@ -343,15 +343,54 @@ def onnx_grid_export(folder):
     return 0
 
 
+class DesignBlock(torch.nn.Module):
+    """DESIGN 1c's composed model, as kten's Block (interchange.cpp): x + gain * relu(norm(conv(x)))."""
+
+    def __init__(self, ch):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(ch, ch, 3, padding=1, padding_mode="circular")
+        self.norm = torch.nn.BatchNorm2d(ch)
+        self.gain = torch.nn.Parameter(torch.ones(1))
+        self.register_buffer("calls", torch.zeros(1, dtype=torch.int64))
+
+    def forward(self, x):
+        return x + self.gain * torch.relu(self.norm(self.conv(x)))
+
+
+def check_traced_block(folder, mode):
+    """PyTorch's Block with the initializers of kten-block-<mode>.onnx (which kten's save() traced),
+    in that mode, must give kten's outputs; the initializers are the Block's state_dict names
+    (less the buffers no op reads)."""
+    import onnx
+    import onnx.numpy_helper
+    graph = onnx.load(f"{folder}/kten-block-{mode}.onnx").graph
+    stored = {t.name: torch.from_numpy(onnx.numpy_helper.to_array(t).copy()) for t in graph.initializer}
+    net = DesignBlock(3)
+    missing, unexpected = net.load_state_dict(stored, strict=False)
+    names_ok = not unexpected and set(missing) <= {"calls", "norm.num_batches_tracked"}
+    print(f"kten-block-{mode}.onnx: initializers {sorted(stored)}: {'ok' if names_ok else 'WRONG'}")
+    net.train(mode == "train")
+    io = load_file(f"{folder}/kten-block-{mode}-io.safetensors")
+    with torch.no_grad():
+        got = net(io["x"])
+    worst = (got - io["y"]).abs().max().item()
+    ok = torch.allclose(got, io["y"], rtol=1e-5, atol=1e-5)
+    print(f"kten-block-{mode}.onnx: PyTorch's Block from its initializers, largest difference from kten's {worst:.3g}: "
+          f"{'ok' if ok else 'WRONG'}")
+    return names_ok and ok
+
+
 def onnx_check(folder):
-    """onnx.checker (full check, with shape inference) on every kten-*.onnx that kten wrote."""
+    """onnx.checker (full check, with shape inference) on every kten-*.onnx that kten wrote; PyTorch's
+    Block rebuilt from the traced kten-block-<mode>.onnx files (check_traced_block)."""
     import glob
     import onnx
     files = sorted(glob.glob(f"{folder}/kten-*.onnx"))
     for path in files:
         onnx.checker.check_model(onnx.load(path), full_check=True)
         print(f"onnx.checker accepts {path}")
-    return 0 if files else 1
+    blocks = [check_traced_block(folder, mode) for mode in ("eval", "train")]
+    return 0 if files and all(blocks) else 1
 
 
 if __name__ == "__main__":
