@@ -673,42 +673,100 @@ std::vector<PeerWorkload> peer_workloads() {
 #undef LIBTORCH
 
 // --- ONNX (kten::onnx, issue 32): an imported model against the same model built from modules ----
-// The medium MLP written by kten::onnx::save and read back by load(): an Adam training step and
-// forward passes of batch 1 and 4096, each beside the Sequential itself.
+// A small U-Net of the in-situ kind (circular 3x3 convolutions, BatchNorm, max pooling, bilinear
+// upsampling, a skip through cat), for the imported grid model's rows.
+class PerfUNet : public kten::nn::Module {
+ public:
+  explicit PerfUNet(std::int64_t ch) {
+    kten::nn::ConvOptions same;
+    same.padding = {1};
+    same.padding_mode = kten::nn::PaddingMode::circular;
+    kten::nn::UpsampleOptions twice;
+    twice.scale_factor = {2.0, 2.0};
+    twice.mode = kten::nn::InterpolateMode::bilinear;
+    enc1_ = register_module("enc1", kten::nn::Conv2d(4, ch, {3, 3}, same));
+    norm1_ = register_module("norm1", kten::nn::BatchNorm2d(ch));
+    pool_ = register_module("pool", kten::nn::MaxPool2d({2}));
+    enc2_ = register_module("enc2", kten::nn::Conv2d(ch, 2 * ch, {3, 3}, same));
+    norm2_ = register_module("norm2", kten::nn::BatchNorm2d(2 * ch));
+    up_ = register_module("up", kten::nn::Upsample(twice));
+    dec_ = register_module("dec", kten::nn::Conv2d(3 * ch, ch, {3, 3}, same));
+    head_ = register_module("head", kten::nn::Conv2d(ch, 4, {1, 1}));
+  }
+  Tensor forward(const Tensor& x) override {
+    const Tensor e1 = kten::relu((*norm1_)((*enc1_)(x)));
+    const Tensor e2 = kten::relu((*norm2_)((*enc2_)((*pool_)(e1))));
+    return (*head_)(kten::relu((*dec_)(kten::cat({(*up_)(e2), e1}, 1))));
+  }
+  std::string name() const override { return "PerfUNet"; }
+
+ private:
+  std::shared_ptr<kten::nn::Conv2d> enc1_, enc2_, dec_, head_;
+  std::shared_ptr<kten::nn::BatchNorm2d> norm1_, norm2_;
+  std::shared_ptr<kten::nn::MaxPool2d> pool_;
+  std::shared_ptr<kten::nn::Upsample> up_;
+};
+
+// Each model written by kten::onnx::save (traced) and read back by load(), beside the model itself:
+// the medium MLP (an Adam step, forward passes of batch 1 and 4096) and the U-Net (an Adam step in
+// training mode, a forward pass in evaluation mode) on 8 x 4 x 64 x 64 fields (2 x 4 x 32 x 32 quick).
 void register_onnx() {
   if (!kten::onnx::available()) return;
   const kten::perf::MlpShape s = kten::perf::mlp_shapes(config.quick)[1];
-  const auto model_of = [s](bool imported) -> std::shared_ptr<kten::nn::Module> {
-    auto seq = std::make_shared<kten::nn::Sequential>(kten_mlp(s));
-    if (!imported) return seq;
-    const auto path = std::filesystem::temp_directory_path() / ("kten-perf-mlp-" + std::to_string(getpid()) + ".onnx");
-    kten::onnx::save(path.string(), *seq, {kten::zeros({1, s.in}, config.device)});
+  const std::int64_t grid = config.quick ? 32 : 64, fields = config.quick ? 2 : 8;
+  // `module` itself, or its traced export read back (on config.device, in the module's mode).
+  const auto model_of = [](std::shared_ptr<kten::nn::Module> module, const Tensor& example,
+                           bool imported) -> std::shared_ptr<kten::nn::Module> {
+    module->to(config.device);
+    if (!imported) return module;
+    const auto path = std::filesystem::temp_directory_path() / ("kten-perf-" + std::to_string(getpid()) + ".onnx");
+    kten::onnx::save(path.string(), *module, {example});
     auto net = std::make_shared<kten::onnx::Model>(kten::onnx::load(path.string(), config.device));
     std::filesystem::remove(path);
+    net->train(module->is_training());
     return net;
+  };
+  const auto mlp = [=](bool imported) {
+    return model_of(std::make_shared<kten::nn::Sequential>(kten_mlp(s)), kten::zeros({1, s.in}, config.device), imported);
+  };
+  const auto unet = [=](bool imported, bool training) {
+    auto module = std::make_shared<PerfUNet>(16);
+    module->train(training);
+    return model_of(module, kten::rand({2, 4, grid, grid}, config.device, 3), imported);
+  };
+  // An Adam step of `model` on (X, Y).
+  const auto train_step = [](const std::shared_ptr<kten::nn::Module>& model, const Tensor& X, const Tensor& Y,
+                             benchmark::State& state) {
+    kten::optim::Adam adam(1e-3);
+    timed(state, config.device, 1, [&] {
+      adam.zero_grad(*model);
+      kten::nn::MSELoss()((*model)(X), Y).backward();
+      adam.step(*model);
+    });
+  };
+  const auto inference = [](const std::shared_ptr<kten::nn::Module>& model, const Tensor& X, benchmark::State& state) {
+    timed(state, config.device, 1, [&] {
+      kten::NoGradGuard no_grad;
+      (*model)(X);
+    });
   };
   for (bool imported : {false, true}) {
     const std::string kind = imported ? "onnx" : "modules";
     benchmark::RegisterBenchmark(("onnx/mlp_step_" + kind).c_str(), [=](benchmark::State& state) {
-      auto model = model_of(imported);
-      kten::optim::Adam adam(1e-3);
-      auto X = kten::rand({s.batch, s.in}, config.device, 4), Y = kten::rand({s.batch, s.out}, config.device, 5);
-      timed(state, config.device, 1, [&] {
-        adam.zero_grad(*model);
-        kten::nn::MSELoss()((*model)(X), Y).backward();
-        adam.step(*model);
-      });
+      train_step(mlp(imported), kten::rand({s.batch, s.in}, config.device, 4), kten::rand({s.batch, s.out}, config.device, 5), state);
     });
     for (std::int64_t batch : {std::int64_t(1), std::int64_t(4096)})
       benchmark::RegisterBenchmark(("onnx/mlp_inference" + std::to_string(batch) + "_" + kind).c_str(),
                                    [=](benchmark::State& state) {
-                                     auto model = model_of(imported);
-                                     auto X = kten::rand({batch, s.in}, config.device, 4);
-                                     timed(state, config.device, 1, [&] {
-                                       kten::NoGradGuard no_grad;
-                                       (*model)(X);
-                                     });
+                                     inference(mlp(imported), kten::rand({batch, s.in}, config.device, 4), state);
                                    });
+    benchmark::RegisterBenchmark(("onnx/unet_step_" + kind).c_str(), [=](benchmark::State& state) {
+      train_step(unet(imported, true), kten::rand({fields, 4, grid, grid}, config.device, 4),
+                 kten::rand({fields, 4, grid, grid}, config.device, 5), state);
+    });
+    benchmark::RegisterBenchmark(("onnx/unet_inference_" + kind).c_str(), [=](benchmark::State& state) {
+      inference(unet(imported, false), kten::rand({fields, 4, grid, grid}, config.device, 4), state);
+    });
   }
 }
 
@@ -1325,6 +1383,11 @@ int main(int argc, char* argv[]) try {  // a GPU build on a node without a usabl
                     std::string("medium MLP forward, batch ") + batch + ", imported from ONNX / built from kten modules", "<= 1.10",
                     ratio(seconds(std::string("onnx/mlp_inference") + batch + "_onnx"),
                           seconds(std::string("onnx/mlp_inference") + batch + "_modules"))});
+  rows.push_back({"onnx_unet_step_vs_modules", "U-Net (circular convs, BatchNorm, pooling, bilinear upsampling, skip) Adam step, "
+                  "imported from ONNX / built from kten modules", "<= 1.10",
+                  ratio(seconds("onnx/unet_step_onnx"), seconds("onnx/unet_step_modules"))});
+  rows.push_back({"onnx_unet_inference_vs_modules", "U-Net forward in evaluation mode, imported from ONNX / built from kten modules",
+                  "<= 1.10", ratio(seconds("onnx/unet_inference_onnx"), seconds("onnx/unet_inference_modules"))});
   if (config.device.is_gpu() && !kten::gpus_are_emulated()) {
     rows.push_back({"launch_overhead_us", "one small op, launch to completion, minus a raw CUDA launch (microseconds)",
                      "<= 2", (seconds("launch/kten") - seconds("launch/raw")) * 1e6});
