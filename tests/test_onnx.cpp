@@ -19,6 +19,7 @@
 #include <kten/onnx.hpp>
 
 #include "support.hpp"
+#include "design_block.hpp"
 
 using namespace kten;
 using Catch::Matchers::ContainsSubstring;
@@ -810,27 +811,7 @@ TEST_CASE("onnx: the supported operators are listed with their opsets", "[onnx]"
 
 namespace {
 
-// DESIGN's composed model: circular Conv2d, BatchNorm2d, a registered parameter and an int64 buffer.
-class Block : public nn::Module {
- public:
-  explicit Block(std::int64_t ch) {
-    nn::ConvOptions o;
-    o.padding = {1};
-    o.padding_mode = nn::PaddingMode::circular;
-    o.seed = 41;
-    conv_ = register_module("conv", nn::Conv2d(ch, ch, {3, 3}, o));
-    norm_ = register_module("norm", nn::BatchNorm2d(ch));
-    gain_ = register_parameter("gain", full({1}, 0.7));
-    register_buffer("calls", zeros({1}, cpu(), int64));
-  }
-  Tensor forward(const Tensor& x) override { return x + gain_ * relu((*norm_)((*conv_)(x))); }
-  std::string name() const override { return "Block"; }
-
- private:
-  std::shared_ptr<nn::Conv2d> conv_;
-  std::shared_ptr<nn::BatchNorm2d> norm_;
-  Tensor gain_;
-};
+using Block = kten::test::DesignBlock;  // DESIGN 1c's composed model (tests/design_block.hpp)
 
 // A small U-Net: circular Conv2d, GroupNorm, MaxPool2d, bilinear Upsample, ConvTranspose2d, a
 // skip concatenation, a 1x1 head.
@@ -971,7 +952,7 @@ std::vector<std::string> parameter_names(nn::Module& m) {
 
 TEST_CASE("onnx: save() traces DESIGN's Block in evaluation mode: state_dict names, running statistics as buffers", "[onnx]") {
   const Device d = test::device();
-  Block block(3);
+  Block block(3, 41, 0.7);
   block.to(d);
   // Running statistics of their own (two training calls), then evaluation mode.
   block(randn({4, 3, 6, 6}, d, 60));
@@ -1003,7 +984,7 @@ TEST_CASE("onnx: save() traces DESIGN's Block in evaluation mode: state_dict nam
 
 TEST_CASE("onnx: save() traces DESIGN's Block in training mode, which the file keeps, without changing the module", "[onnx]") {
   const Device d = test::device();
-  Block block(3);
+  Block block(3, 41, 0.7);
   block.to(d);
   block.train();
   const std::vector<double> mean_before = values(buffer(block, "norm.running_mean"));

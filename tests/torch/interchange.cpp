@@ -27,6 +27,7 @@
 #include <kten/kten.hpp>
 
 #include "../test_run.hpp"
+#include "../design_block.hpp"
 
 extern char** environ;
 
@@ -173,35 +174,14 @@ bool close_to_largest(const std::string& what, const kten::Tensor& got, const kt
   return close(what, got, want, 0, tol * largest);
 }
 
-// DESIGN 1c's composed model (interchange.py's DesignBlock): circular Conv2d, BatchNorm2d, a
-// registered parameter and an int64 buffer.
-class Block : public kten::nn::Module {
- public:
-  explicit Block(std::int64_t ch) {
-    kten::nn::ConvOptions o;
-    o.padding = {1};
-    o.padding_mode = kten::nn::PaddingMode::circular;
-    o.seed = 7;
-    conv_ = register_module("conv", kten::nn::Conv2d(ch, ch, {3, 3}, o));
-    norm_ = register_module("norm", kten::nn::BatchNorm2d(ch));
-    gain_ = register_parameter("gain", kten::full({1}, 0.6));
-    register_buffer("calls", kten::zeros({1}, kten::cpu(), kten::int64));
-  }
-  kten::Tensor forward(const kten::Tensor& x) override { return x + gain_ * kten::relu((*norm_)((*conv_)(x))); }
-  std::string name() const override { return "Block"; }
-
- private:
-  std::shared_ptr<kten::nn::Conv2d> conv_;
-  std::shared_ptr<kten::nn::BatchNorm2d> norm_;
-  kten::Tensor gain_;
-};
+using Block = kten::test::DesignBlock;  // DESIGN 1c's composed model (tests/design_block.hpp)
 
 // save() traces the Block in evaluation and in training mode (kten-block-<mode>.onnx) with kten's
 // outputs on another batch size (kten-block-<mode>-io.safetensors): onnx-check rebuilds PyTorch's
 // Block from each file's initializers and compares; load() must read each back to kten's outputs.
 bool traced_block(const std::string& dir, const kten::Device& device) {
   bool ok = true;
-  Block block(3);
+  Block block(3, 7, 0.6);
   block.to(device);
   for (std::uint64_t seed : {11, 12}) block(kten::randn({4, 3, 6, 6}, device, seed));  // running statistics of its own
   for (const std::string mode : {"eval", "train"}) {
