@@ -274,3 +274,94 @@ TEST_CASE("LeakyReLU, Flatten, Unflatten and Identity", "[norm][layers]") {
   CHECK_THROWS_AS(on_device(nn::Unflatten(2, {-1, 2}))(x), ShapeError);
   test::require_allclose<double>(on_device(nn::Identity())(x), test::host_doubles<double>(x));
 }
+
+namespace {
+
+// A float64 reference of a normalisation over sets of an (N, C, S) input: batch norm (a set per
+// channel) when groups is 0, else group norm with `groups` groups; y, and dx, dw, db for the
+// upstream gradient g.
+struct NormReference {
+  std::vector<double> y, dx, dw, db;
+};
+NormReference norm_reference(const std::vector<double>& x, const std::vector<double>& g, const std::vector<double>& w,
+                             const std::vector<double>& b, std::int64_t n, std::int64_t c, std::int64_t s, std::int64_t groups,
+                             double eps) {
+  const std::int64_t sets = groups == 0 ? c : n * groups;
+  const auto set_of = [&](std::int64_t e) {
+    const std::int64_t ch = (e / s) % c, sample = e / (c * s);
+    return groups == 0 ? ch : sample * groups + ch / (c / groups);
+  };
+  std::vector<double> sum(sets), count(sets), var(sets), sum_gw(sets), sum_gw_xhat(sets);
+  for (std::size_t e = 0; e < x.size(); ++e) sum[set_of(e)] += x[e], count[set_of(e)] += 1;
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    const double d = x[e] - sum[set_of(e)] / count[set_of(e)];
+    var[set_of(e)] += d * d / count[set_of(e)];
+  }
+  NormReference r{std::vector<double>(x.size()), std::vector<double>(x.size()), std::vector<double>(c), std::vector<double>(c)};
+  const auto xhat = [&](std::size_t e) { return (x[e] - sum[set_of(e)] / count[set_of(e)]) / std::sqrt(var[set_of(e)] + eps); };
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    const std::int64_t ch = (e / s) % c;
+    r.y[e] = xhat(e) * w[ch] + b[ch];
+    sum_gw[set_of(e)] += g[e] * w[ch];
+    sum_gw_xhat[set_of(e)] += g[e] * w[ch] * xhat(e);
+    r.dw[ch] += g[e] * xhat(e);
+    r.db[ch] += g[e];
+  }
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    const std::int64_t k = set_of(e), ch = (e / s) % c;
+    r.dx[e] = (g[e] * w[ch] - sum_gw[k] / count[k] - xhat(e) * sum_gw_xhat[k] / count[k]) / std::sqrt(var[k] + eps);
+  }
+  return r;
+}
+
+}  // namespace
+
+// A GPU cuts sets of more than 2048 elements into pieces (src/ops/norm.cpp): these shapes give
+// sets of several pieces, whole blocks per piece and pieces per block, for batch, group and
+// instance norm; an offset of 100 checks that combining the pieces' moments loses no accuracy.
+TEST_CASE("Normalisation of large sets (pieces on a GPU) matches a float64 reference, values and gradients", "[norm][gpu-path]") {
+  const Device d = test::device();
+  struct Case {
+    const char* what;
+    Shape shape;
+    std::int64_t groups;  // 0: batch norm
+    bool instance;
+  };
+  const Case cases[] = {{"batch norm, 2 pieces a block", {2, 3, 48, 48}, 0, false},
+                        {"batch norm, whole blocks a piece", {40, 2, 100}, 0, false},
+                        {"batch norm 1d, a strided piece", {5000, 2}, 0, false},
+                        {"group norm, 2 pieces a block", {2, 4, 48, 48}, 2, false},
+                        {"instance norm, 3 pieces", {1, 2, 70, 70}, 0, true}};
+  for (const Case& k : cases) {
+    INFO(k.what);
+    const std::int64_t n = k.shape[0], c = k.shape[1];
+    std::int64_t s = 1;
+    for (std::size_t a = 2; a < k.shape.size(); ++a) s *= k.shape[a];
+    std::vector<double> xv(static_cast<std::size_t>(n * c * s)), gv(xv.size()), wv(c), bv(c);
+    for (std::size_t e = 0; e < xv.size(); ++e) {
+      xv[e] = 100 + std::sin(0.37 * static_cast<double>(e)) + 0.001 * static_cast<double>(e % 97);
+      gv[e] = std::cos(0.11 * static_cast<double>(e));
+    }
+    for (std::int64_t ch = 0; ch < c; ++ch) wv[ch] = 0.5 + 0.25 * static_cast<double>(ch), bv[ch] = 0.1 * static_cast<double>(ch);
+    const Tensor x = tensor(xv, k.shape, d).requires_grad_(), g = tensor(gv, k.shape, d);
+    const Tensor w = tensor(wv, {c}, d).requires_grad_(), b = tensor(bv, {c}, d).requires_grad_();
+    const Tensor y = k.instance ? instance_norm(x, {}, {}, w, b) : k.groups == 0 ? batch_norm(x, {}, {}, w, b, true)
+                                                                               : group_norm(x, k.groups, w, b);
+    y.backward(g);
+    const NormReference want = norm_reference(xv, gv, wv, bv, n, c, s, k.instance ? c : k.groups, 1e-5);
+    test::require_allclose<double>(y, want.y, 1e-10, 1e-10);
+    test::require_allclose<double>(x.grad(), want.dx, 1e-9, 1e-9);
+    test::require_allclose<double>(w.grad(), want.dw, 1e-9, 1e-9);
+    test::require_allclose<double>(b.grad(), want.db, 1e-9, 1e-9);
+  }
+  SECTION("a NaN in one piece makes its whole set NaN and leaves the other sets finite") {
+    std::vector<double> xv(2 * 2 * 48 * 48, 1.0);
+    for (std::size_t e = 0; e < xv.size(); ++e) xv[e] = std::sin(static_cast<double>(e));
+    xv[2 * 48 * 48 + 2200] = std::nan("");  // sample 1, channel 0, the second piece of its block
+    const std::vector<double> y = test::host_doubles<double>(batch_norm(tensor(xv, {2, 2, 48, 48}, d), {}, {}, {}, {}, true));
+    for (std::size_t e = 0; e < y.size(); ++e) {
+      INFO("element " << e);
+      REQUIRE(std::isnan(y[e]) == ((e / (48 * 48)) % 2 == 0));
+    }
+  }
+}

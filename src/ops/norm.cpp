@@ -12,7 +12,7 @@
 // and one write of dx backward. A set larger than the cache costs up to three reads of x forward
 // and two of x and g backward. The parameters' gradients come out of the backward's folds
 // (per-set sums, summed over the batch by kten::sum for group and instance norm): no extra pass.
-// A GPU runs one team per set: batch norm gets C teams (a few SMs' worth for small C).
+// A GPU runs one team per set, and cuts a set of more than kNormPiece elements into pieces (below).
 #include <kten/ops.hpp>
 
 #include "autograd/autograd.hpp"
@@ -38,6 +38,223 @@ struct NormSets {
   KOKKOS_INLINE_FUNCTION std::int64_t start(std::int64_t s, std::int64_t a) const { return s * set_stride + a * stride; }
   KOKKOS_INLINE_FUNCTION std::int64_t channel(std::int64_t s, std::int64_t a) const { return (s % groups) * per_group + a * step; }
   KOKKOS_INLINE_FUNCTION std::int64_t count() const { return blocks * len; }
+  /// \brief The set element e belongs to: batch norm's layout is (blocks, sets, len), group norm's
+  /// (sets, blocks, len).
+  KOKKOS_INLINE_FUNCTION std::int64_t set_of(std::int64_t e) const { return step == 0 ? (e / len) % sets : e / (blocks * len); }
+  /// \brief The block of its set element e belongs to.
+  KOKKOS_INLINE_FUNCTION std::int64_t block_of(std::int64_t e) const { return step == 0 ? e / (len * sets) : (e / len) % blocks; }
+};
+
+// A GPU with few large sets (BatchNorm2d of 32 channels: 32 sets of 32K elements) would run one
+// team per set on a few of its SMs, each thread's loads in a chain: 0.008 of a copy's bandwidth on
+// an H200. There each set is cut into pieces of about kNormPiece elements, one team per piece
+// folds its own moments (or gradient sums), one thread per set combines its pieces in order
+// (Chan's pairwise update for the variance, so no cancellation), and one thread per element
+// writes y (or dx): every pass is spread over the whole GPU, and the order of every sum depends
+// on the shape alone. Still bandwidth-bound: x is read twice forward (the pieces' folds after the
+// first hit cache), x and g twice backward.
+constexpr std::int64_t kNormPiece = 2048;
+
+/// \brief One piece of a set: blocks [a0, a1), elements [k0, k1) of each.
+struct NormPiece {
+  std::int64_t a0, a1, k0, k1;
+  KOKKOS_INLINE_FUNCTION std::int64_t count() const { return (a1 - a0) * (k1 - k0); }
+};
+
+/// \brief How a GPU cuts every set into pieces: a block into `per_block` pieces of up to kNormPiece
+/// elements, or (batch norm with blocks shorter than a piece) `blocks_per_piece` whole blocks into
+/// one piece. A group norm piece stays inside one block (one channel), whose gradient sums the
+/// weight's gradient needs.
+struct NormPieces {
+  std::int64_t per_block = 1, blocks_per_piece = 1, per_set = 1;
+  explicit NormPieces(const NormSets& l) {
+    if (l.len >= kNormPiece || l.step != 0) per_block = (l.len + kNormPiece - 1) / kNormPiece;
+    else blocks_per_piece = kNormPiece / (l.len > 0 ? l.len : 1);
+    per_set = (l.blocks + blocks_per_piece - 1) / blocks_per_piece * per_block;
+  }
+  /// \brief Piece q of a set.
+  KOKKOS_INLINE_FUNCTION NormPiece piece(const NormSets& l, std::int64_t q) const {
+    const std::int64_t a0 = q / per_block * blocks_per_piece, k0 = q % per_block * kNormPiece;
+    return {a0, a0 + blocks_per_piece < l.blocks ? a0 + blocks_per_piece : l.blocks, k0,
+            k0 + kNormPiece < l.len ? k0 + kNormPiece : l.len};
+  }
+};
+
+/// \brief Whether a set is cut into pieces on a GPU: when it has more than one.
+inline bool split_sets(const Device& device, const NormSets& l) { return device.is_gpu() && l.sets > 0 && NormPieces(l).per_set > 1; }
+
+/// \brief The sum over piece p of set s of f(e), e each element's index (blocks of one element
+/// walked as one strided row).
+template <class T, class Row, class F>
+KOKKOS_INLINE_FUNCTION T piece_sum(const Row& row, const NormSets& l, std::int64_t s, const NormPiece& p, const F& f) {
+  if (p.k1 - p.k0 == 1) return row_sum<T>(row, p.a1 - p.a0, [&](std::int64_t i) { return f(l.start(s, p.a0 + i) + p.k0); });
+  T total = T(0);
+  for (std::int64_t a = p.a0; a < p.a1; ++a) {
+    const std::int64_t e0 = l.start(s, a) + p.k0;
+    total += row_sum<T>(row, p.k1 - p.k0, [&](std::int64_t k) { return f(e0 + k); });
+  }
+  return total;
+}
+
+/// \brief Each piece's mean and sum of squared deviations (M2), by the corrected two-pass
+/// algorithm within the piece; row r is piece r % per_set of set r / per_set.
+template <class T>
+struct PieceMoments {
+  const T* x;
+  T* piece_mean;
+  T* piece_m2;
+  NormSets l;
+  NormPieces pc;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
+    const std::int64_t s = r / pc.per_set;
+    const NormPiece p = pc.piece(l, r % pc.per_set);
+    const T count = static_cast<T>(p.count());
+    const T mean = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return x[e]; }) / count;
+    const T c = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return x[e] - mean; }) / count;
+    const T m2 = piece_sum<T>(row, l, s, p, [&](std::int64_t e) {
+      const T centred = (x[e] - mean) - c;
+      return centred * centred;
+    });
+    row.once([&]() {
+      piece_mean[r] = mean + c;
+      piece_m2[r] = m2;
+    });
+  }
+};
+
+/// \brief Set s's mean, biased variance and 1 / sqrt(var + eps) from its pieces' moments, combined
+/// in order by Chan's update (c, the forward's correction, is 0 here).
+template <class T>
+struct CombineMoments {
+  const T* piece_mean;
+  const T* piece_m2;
+  T* set_mean;
+  T* set_c;
+  T* set_var;
+  T* set_rstd;
+  NormSets l;
+  NormPieces pc;
+  T eps;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s) const {
+    T n = T(0), mean = T(0), m2 = T(0);
+    for (std::int64_t q = 0; q < pc.per_set; ++q) {
+      const T nq = static_cast<T>(pc.piece(l, q).count()), total = n + nq;
+      const T delta = piece_mean[s * pc.per_set + q] - mean;
+      mean += delta * (nq / total);
+      m2 += piece_m2[s * pc.per_set + q] + (q == 0 ? T(0) : delta * delta * (n * nq / total));
+      n = total;
+    }
+    const T var = m2 / n;
+    set_mean[s] = mean;
+    set_c[s] = T(0);
+    set_var[s] = var;
+    set_rstd[s] = T(1) / math::sqrt(var + eps);
+  }
+};
+
+/// \brief y = ((x - mean) - c) * (rstd w) + b, one thread per element.
+template <class T>
+struct NormApply {
+  const T* x;
+  const T* w;
+  const T* b;
+  T* y;
+  const T* set_mean;
+  const T* set_c;
+  const T* set_rstd;
+  NormSets l;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
+    const std::int64_t s = l.set_of(e), ch = l.channel(s, l.block_of(e));
+    y[e] = ((x[e] - set_mean[s]) - set_c[s]) * (set_rstd[s] * w[ch]) + b[ch];
+  }
+};
+
+/// \brief Each piece's sums of g and g * xhat.
+template <class T>
+struct PieceGradSums {
+  const T* x;
+  const T* g;
+  const T* set_mean;
+  const T* set_c;
+  const T* set_rstd;
+  T* piece_g;
+  T* piece_g_xhat;
+  NormSets l;
+  NormPieces pc;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
+    const std::int64_t s = r / pc.per_set;
+    const NormPiece p = pc.piece(l, r % pc.per_set);
+    const T mean = set_mean[s], c = set_c[s], rstd = set_rstd[s];
+    const T sum_g = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return g[e]; });
+    const T sum_g_xhat = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return g[e] * (((x[e] - mean) - c) * rstd); });
+    row.once([&]() {
+      piece_g[r] = sum_g;
+      piece_g_xhat[r] = sum_g_xhat;
+    });
+  }
+};
+
+/// \brief Set s's mean of g w and of g w xhat from its pieces' sums, in order; and, when `params`,
+/// the parameters' partial sums as NormBackward writes them (per set for batch norm, per block
+/// for group norm, whose pieces never span two blocks).
+template <class T>
+struct CombineGradSums {
+  const T* piece_g;
+  const T* piece_g_xhat;
+  const T* w;
+  T* mean_gw;
+  T* mean_gw_xhat;
+  T* partial_w;
+  T* partial_b;
+  NormSets l;
+  NormPieces pc;
+  bool params;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s) const {
+    T sum_gw = T(0), sum_gw_xhat = T(0), block_g = T(0), block_g_xhat = T(0);
+    for (std::int64_t q = 0; q < pc.per_set; ++q) {
+      const std::int64_t a = pc.piece(l, q).a0;
+      const T wc = w[l.channel(s, a)], pg = piece_g[s * pc.per_set + q], pgx = piece_g_xhat[s * pc.per_set + q];
+      sum_gw += wc * pg;
+      sum_gw_xhat += wc * pgx;
+      block_g += pg;
+      block_g_xhat += pgx;
+      const bool block_ends = l.step != 0 && (q + 1) % pc.per_block == 0;
+      if (params && block_ends) {
+        partial_w[s * l.blocks + a] = block_g_xhat;
+        partial_b[s * l.blocks + a] = block_g;
+      }
+      if (block_ends) block_g = block_g_xhat = T(0);
+    }
+    if (params && l.step == 0) {
+      partial_w[s] = block_g_xhat;
+      partial_b[s] = block_g;
+    }
+    const T count = static_cast<T>(l.count());
+    mean_gw[s] = sum_gw / count;
+    mean_gw_xhat[s] = sum_gw_xhat / count;
+  }
+};
+
+/// \brief dx = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), one thread per element.
+template <class T>
+struct NormGradApply {
+  const T* x;
+  const T* g;
+  const T* w;
+  const T* set_mean;
+  const T* set_c;
+  const T* set_rstd;
+  const T* mean_gw;
+  const T* mean_gw_xhat;
+  T* dx;
+  NormSets l;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
+    const std::int64_t s = l.set_of(e), ch = l.channel(s, l.block_of(e));
+    const T rstd = set_rstd[s], xhat = ((x[e] - set_mean[s]) - set_c[s]) * rstd;
+    dx[e] = rstd * (g[e] * w[ch] - mean_gw[s] - xhat * mean_gw_xhat[s]);
+  }
 };
 
 /// \brief The sum over set s of block(a)(e), e the index of each element of block a: block(a)
@@ -188,25 +405,46 @@ std::pair<Tensor, SetStats> normalise(const char* op, const char* grad_op, const
   SetStats st{empty({l.sets}, x.device(), x.dtype()), empty({l.sets}, x.device(), x.dtype()),
               empty({l.sets}, x.device(), x.dtype()), empty({l.sets}, x.device(), x.dtype())};
   const Tensor w = weight.detach().contiguous(), b = bias.detach().contiguous();
-  launch(op, [&](const auto& backend, auto* px, auto* pw, auto* pb, auto* py, auto* pmean, auto* pc, auto* pvar, auto* prstd) {
+  const bool split = split_sets(x.device(), l);
+  const NormPieces pc(l);
+  const std::int64_t pieces = split ? l.sets * pc.per_set : 0;  // under x's element count: fits
+  const Tensor moments = empty({2 * pieces}, x.device(), x.dtype());
+  launch(op, [&](const auto& backend, auto* px, auto* pw, auto* pb, auto* py, auto* pmean, auto* pcorr, auto* pvar, auto* prstd,
+                 auto* pmoments) {
     using T = std::remove_pointer_t<decltype(px)>;
-    for_each_row(op, backend, RowLayout{l.sets, l.count(), 1},
-                 NormForward<T>{px, pw, pb, py, pmean, pc, pvar, prstd, l, static_cast<T>(eps)});
-  }, x, w, b, y, st.mean, st.c, st.var, st.rstd);
+    if (!split)
+      return for_each_row(op, backend, RowLayout{l.sets, l.count(), 1},
+                          NormForward<T>{px, pw, pb, py, pmean, pcorr, pvar, prstd, l, static_cast<T>(eps)});
+    for_each_row(op, backend, RowLayout{pieces, kNormPiece, 1}, PieceMoments<T>{px, pmoments, pmoments + pieces, l, pc});
+    for_each_index(op, backend, l.sets,
+                   CombineMoments<T>{pmoments, pmoments + pieces, pmean, pcorr, pvar, prstd, l, pc, static_cast<T>(eps)});
+    for_each_index(op, backend, x.numel(), NormApply<T>{px, pw, pb, py, pmean, pcorr, prstd, l});
+  }, x, w, b, y, st.mean, st.c, st.var, st.rstd, moments);
   if (recording(x_in, weight, bias))
-    record(op, y, {&x_in, &weight, &bias}, [x, w, st, l, n, channels, grad_op](const Tensor& g_in, const Needs& needs) {
+    record(op, y, {&x_in, &weight, &bias}, [x, w, st, l, n, channels, grad_op, split, pc, pieces](const Tensor& g_in,
+                                                                                                     const Needs& needs) {
       const Tensor g = g_in.contiguous();
       Grads grads(3);
       const bool params = needs[1] || needs[2];
       const Shape partial_shape = l.step == 0 ? Shape{params ? l.sets : 0} : Shape{params ? l.sets : 0, l.blocks};
       const Tensor dx = empty(needs[0] ? x.shape() : Shape{0}, x.device(), x.dtype());
       const Tensor partial_w = empty(partial_shape, x.device(), x.dtype()), partial_b = empty(partial_shape, x.device(), x.dtype());
-      launch(grad_op, [&](const auto& backend, auto* px, auto* pg, auto* pw, auto* pmean, auto* pc, auto* prstd, auto* pdx,
-                          auto* ppw, auto* ppb) {
+      // split: the pieces' sums of g and g xhat, then each set's mean of g w and g w xhat
+      const Tensor sums = empty({split ? 2 * pieces + 2 * l.sets : 0}, x.device(), x.dtype());
+      launch(grad_op, [&](const auto& backend, auto* px, auto* pg, auto* pw, auto* pmean, auto* pcorr, auto* prstd, auto* pdx,
+                          auto* ppw, auto* ppb, auto* psums) {
         using T = std::remove_pointer_t<decltype(px)>;
-        for_each_row(grad_op, backend, RowLayout{l.sets, l.count(), 1},
-                     NormBackward<T>{px, pg, pw, pmean, pc, prstd, pdx, ppw, ppb, l, needs[0], params});
-      }, x, g, w, st.mean, st.c, st.rstd, dx, partial_w, partial_b);
+        if (!split)
+          return for_each_row(grad_op, backend, RowLayout{l.sets, l.count(), 1},
+                              NormBackward<T>{px, pg, pw, pmean, pcorr, prstd, pdx, ppw, ppb, l, needs[0], params});
+        T* const mean_gw = psums + 2 * pieces;
+        for_each_row(grad_op, backend, RowLayout{pieces, kNormPiece, 1},
+                     PieceGradSums<T>{px, pg, pmean, pcorr, prstd, psums, psums + pieces, l, pc});
+        for_each_index(grad_op, backend, l.sets,
+                       CombineGradSums<T>{psums, psums + pieces, pw, mean_gw, mean_gw + l.sets, ppw, ppb, l, pc, params});
+        if (needs[0])
+          for_each_index(grad_op, backend, x.numel(), NormGradApply<T>{px, pg, pw, pmean, pcorr, prstd, mean_gw, mean_gw + l.sets, pdx, l});
+      }, x, g, w, st.mean, st.c, st.rstd, dx, partial_w, partial_b, sums);
       if (needs[0]) grads[0] = dx;
       // Group norm's partials are (N, C): the batch's sum, in one order on every device.
       const auto over_batch = [&](const Tensor& p) { return l.step == 0 ? p : sum(p.reshape({n, channels}), 0); };
