@@ -1,12 +1,16 @@
 // Convolutions and pad (issue 31): the errors they throw, naming the op or layer and the shapes,
 // and the layers' parameters, initialisation and training. Values and gradients against PyTorch
-// and finite differences are the harness' rows (tests/ops/op_rows.cpp, layer_rows.cpp).
+// and finite differences are the harness' rows (tests/ops/op_rows.cpp, layer_rows.cpp). And the
+// fixed divisions of the GPU kernel's gather (src/ops/fast_div.hpp).
 #include <cmath>
+#include <cstdint>
+#include <random>
 #include <string>
 
 #include <catch2/catch_approx.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "ops/fast_div.hpp"
 #include "support.hpp"
 
 using namespace kten;
@@ -128,4 +132,25 @@ TEST_CASE("a periodic convolution layer trains", "[conv]") {
     if (step == 0) first = last;
   }
   CHECK(last < 0.05 * first);
+}
+
+TEST_CASE("FastDiv divides exactly: by multiply-high below 2^31, plainly above, by one as identity", "[conv]") {
+  std::mt19937_64 rng(5);
+  const std::int64_t limit = (std::int64_t(1) << 31) - 1;
+  for (std::int64_t d : {std::int64_t(1), std::int64_t(2), std::int64_t(3), std::int64_t(5), std::int64_t(7), std::int64_t(9),
+                         std::int64_t(27), std::int64_t(64), std::int64_t(100), std::int64_t(127), std::int64_t(4095),
+                         std::int64_t(65535), (std::int64_t(1) << 20) + 3, (std::int64_t(1) << 30) + 1, limit}) {
+    INFO("divisor " << d);
+    const detail::FastDiv fast(d, limit);
+    std::vector<std::int64_t> numerators = {0, 1, d - 1, d, d + 1, limit, limit - 1, limit - limit % d, limit - limit % d - 1};
+    for (int i = 0; i < 20000; ++i) numerators.push_back(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(limit + 1)));
+    for (std::int64_t n : numerators) {
+      if (n < 0 || n > limit) continue;
+      INFO("numerator " << n);
+      REQUIRE(fast.div(n) == n / d);
+    }
+    const detail::FastDiv wide(d, std::int64_t(1) << 40);  // indices past 2^31: a plain division
+    for (std::int64_t n : {std::int64_t(0), d, (std::int64_t(1) << 40) - 1, (std::int64_t(1) << 35) + 17})
+      REQUIRE(wide.div(n) == n / d);
+  }
 }

@@ -23,6 +23,7 @@
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
 #include "elementwise.hpp"
+#include "fast_div.hpp"
 #include "gemm_kernel.hpp"
 #include "registry.hpp"
 
@@ -112,17 +113,35 @@ struct ConvArgs {
             g.cout_g, g.cin_g * kvol, k, first};
   }
 
-  /// \brief The kernel tap kp as (kd, kh, kw) and a pixel index as (d, h, w) of `sizes`.
-  KOKKOS_INLINE_FUNCTION void tap(std::int64_t kp, std::int64_t& kd, std::int64_t& kh, std::int64_t& kw) const {
-    kw = kp % g.k[2];
-    kh = kp / g.k[2] % g.k[1];
-    kd = kp / (g.k[2] * g.k[1]);
+  /// \brief A flat index over (d, h, w) extents split back into (d, h, w): two fixed divisions.
+  struct Unflatten {
+    FastDiv w, h;  // by the w extent, then by the h extent
+    KOKKOS_INLINE_FUNCTION void operator()(std::int64_t p, std::int64_t& d, std::int64_t& h_out, std::int64_t& w_out) const {
+      const std::int64_t q = w.div(p);
+      w_out = p - q * w.divisor();
+      d = h.div(q);
+      h_out = q - d * h.divisor();
+    }
+  };
+  Unflatten taps, out_pixels, in_pixels;
+  FastDiv by_kvol;
+
+  /// \brief Sets the fixed divisions by the geometry's extents (after g is set).
+  void prepare_divisions() {
+    const auto unflatten = [](const std::int64_t* sizes) {
+      const std::int64_t count = sizes[0] * sizes[1] * sizes[2];
+      return Unflatten{FastDiv(sizes[2], count), FastDiv(sizes[1], count / sizes[2])};
+    };
+    taps = unflatten(g.k);
+    out_pixels = unflatten(g.out);
+    in_pixels = unflatten(g.in);
+    // p / kvol over a slab's rows (forward, grad_input) or j / kvol over its columns (grad_weight)
+    by_kvol = FastDiv(g.kvol(), std::max(g.cin_g, g.cout_g) * g.kvol());
   }
-  KOKKOS_INLINE_FUNCTION static void pixel(const std::int64_t* sizes, std::int64_t p, std::int64_t& d, std::int64_t& h,
-                                           std::int64_t& w) {
-    w = p % sizes[2];
-    h = p / sizes[2] % sizes[1];
-    d = p / (sizes[2] * sizes[1]);
+
+  /// \brief The kernel tap kp as (kd, kh, kw), and a pixel index of the output or input as (d, h, w).
+  KOKKOS_INLINE_FUNCTION void tap(std::int64_t kp, std::int64_t& kd, std::int64_t& kh, std::int64_t& kw) const {
+    taps(kp, kd, kh, kw);
   }
 
   /// \brief im2col(X)(tap kp, output pixel op) of one channel (x: its first element): the input
@@ -130,7 +149,7 @@ struct ConvArgs {
   KOKKOS_INLINE_FUNCTION T im2col(const T* x, std::int64_t kp, std::int64_t op) const {
     std::int64_t kd, kh, kw, od, oh, ow;
     tap(kp, kd, kh, kw);
-    pixel(g.out, op, od, oh, ow);
+    out_pixels(op, od, oh, ow);
     const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0], ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1],
                        iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
     const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
@@ -151,17 +170,20 @@ struct ConvArgs {
   KOKKOS_INLINE_FUNCTION T col2im(const T* y, std::int64_t kp, std::int64_t ip) const {
     std::int64_t kd, kh, kw, id, ih, iw;
     tap(kp, kd, kh, kw);
-    pixel(g.in, ip, id, ih, iw);
+    in_pixels(ip, id, ih, iw);
     const std::int64_t od = source(0, id, kd), oh = source(1, ih, kh), ow = source(2, iw, kw);
     return od >= 0 && oh >= 0 && ow >= 0 ? y[od * ss[2] + oh * ss[3] + ow * ss[4]] : T(0);
   }
 
   /// \brief B(p, j) of a slab, one element (the GPU kernel's load).
   KOKKOS_INLINE_FUNCTION T b(const ConvSlab<T>& sl, std::int64_t p, std::int64_t j) const {
-    const std::int64_t kvol = g.kvol();
-    if (product == ConvProduct::forward) return im2col(sl.src + p / kvol * ss[1], p % kvol, j);
-    if (product == ConvProduct::grad_input) return col2im(sl.src + p / kvol * ss[1], p % kvol, j);
-    return im2col(sl.src + j / kvol * ss[1], j % kvol, sl.first + p);
+    const std::int64_t kvol = by_kvol.divisor();
+    if (product != ConvProduct::grad_weight) {
+      const std::int64_t channel = by_kvol.div(p), kp = p - channel * kvol;
+      return product == ConvProduct::forward ? im2col(sl.src + channel * ss[1], kp, j) : col2im(sl.src + channel * ss[1], kp, j);
+    }
+    const std::int64_t channel = by_kvol.div(j);
+    return im2col(sl.src + channel * ss[1], j - channel * kvol, sl.first + p);
   }
 
   /// \brief `count` consecutive elements of im2col(X) along output pixels from (od, oh, ow), for
@@ -258,7 +280,7 @@ struct ConvHostKernel {
     std::int64_t kd, kh, kw;
     if (args.product == ConvProduct::grad_weight) {  // columns are (channel, tap), rows output pixels
       std::int64_t od, oh, ow;
-      args.pixel(args.g.out, sl.first + k0, od, oh, ow);
+      args.out_pixels(sl.first + k0, od, oh, ow);
       for (std::int64_t jb = j0; jb < j1; jb += NR) {
         T* panel = Bs + (jb - j0) * kb;
         for (int j = 0; j < NR; ++j) {
@@ -298,8 +320,8 @@ struct ConvHostKernel {
     std::int64_t starts[max_panels][3] = {};  // the pixel where each panel starts
     if (args.product != ConvProduct::grad_weight)
       for (std::int64_t jb = j0, panel = 0; jb < j1; jb += NR, ++panel)
-        args.pixel(args.product == ConvProduct::forward ? args.g.out : args.g.in, jb, starts[panel][0], starts[panel][1],
-                   starts[panel][2]);
+        (args.product == ConvProduct::forward ? args.out_pixels : args.in_pixels)(jb, starts[panel][0], starts[panel][1],
+                                                                                  starts[panel][2]);
     for (std::int64_t k0 = 0; k0 < sl.k; k0 += KC) {
       const int kb = sl.k - k0 < KC ? static_cast<int>(sl.k - k0) : KC;
       pack_b(Bs, sl, k0, kb, j0, j1, starts);
@@ -525,8 +547,9 @@ Tensor conv_product(const char* op, ConvProduct product, const ConvGeometry& g, 
   const Tensor bias_c = bias ? bias->contiguous() : c;
   launch_views(op, [&](const auto& backend, auto* pa, auto* psrc, auto* pc, auto* pbias) {
     using T = std::remove_pointer_t<decltype(pc)>;
-    ConvArgs<T> args{g, product, pa, psrc, {}, pc, bias ? pbias : nullptr, pieces};
+    ConvArgs<T> args{g, product, pa, psrc, {}, pc, bias ? pbias : nullptr, pieces, {}, {}, {}, {}};
     strides_3d(src, dims, args.ss);
+    args.prepare_divisions();
     run_conv(op, backend, args);
   }, a, src, c, bias_c);
   return c;
