@@ -57,6 +57,12 @@ TEST_CASE("convolutions refuse inputs that do not fit their weight, naming the o
              ContainsSubstring("1x3x5") && ContainsSubstring("4x2x3"));
   CHECK_THROWS_AS(conv2d(x, ones({6, 4, 3, 3}, d, float64)), DTypeError);
   CHECK_THROWS_AS(conv2d(ones({2, 4, 8, 8}, d, int64), ones({6, 4, 3, 3}, d, int64)), DTypeError);
+  // An empty spatial axis, even where padding or a transposed kernel would give an output (PyTorch
+  // refuses both; the GPU gather's divisions by the extents once met a 0 here).
+  CHECK_THAT(shape_error([&] { conv1d(ones({1, 1, 0}, d), ones({1, 1, 1}, d), {}, {1}, {1}); }),
+             ContainsSubstring("empty spatial axis") && ContainsSubstring("1x1x0"));
+  CHECK_THAT(shape_error([&] { conv_transpose1d(ones({1, 1, 0}, d), ones({1, 1, 3}, d)); }),
+             ContainsSubstring("empty spatial axis") && ContainsSubstring("conv_transpose1d:"));
 }
 
 TEST_CASE("pad refuses a mode on an axis it cannot take, naming the mode and the shape", "[conv]") {

@@ -128,9 +128,8 @@ struct ConvArgs {
 
   /// \brief Sets the fixed divisions by the geometry's extents (after g is set).
   void prepare_divisions() {
-    const auto unflatten = [](const std::int64_t* sizes) {
-      const std::int64_t count = sizes[0] * sizes[1] * sizes[2];
-      return Unflatten{FastDiv(sizes[2], count), FastDiv(sizes[1], count / sizes[2])};
+    const auto unflatten = [](const std::int64_t* sizes) {  // an extent may be 0 (no pixels: never divided)
+      return Unflatten{FastDiv(sizes[2], sizes[0] * sizes[1] * sizes[2]), FastDiv(sizes[1], sizes[0] * sizes[1])};
     };
     taps = unflatten(g.k);
     out_pixels = unflatten(g.out);
@@ -646,6 +645,7 @@ ConvGeometry conv_geometry(const char* op, int dims, const Tensor& x, const Tens
     g.stride[t] = s[a];
     g.pad[t] = p[a];
     g.dil[t] = d[a];
+    if (g.in[t] == 0) fail<ShapeError>(op, "the input ", x.shape(), " has an empty spatial axis (PyTorch's refusal too)");
     const std::int64_t span = d[a] * (g.k[t] - 1) + 1, padded = g.in[t] + 2 * p[a];
     if (g.k[t] < 1 || span > padded)
       fail<ShapeError>(op, "the kernel (", w.shape(), ", dilation ", dilation, ") is larger than the padded input (",
@@ -683,6 +683,7 @@ ConvGeometry conv_transpose_geometry(const char* op, int dims, const Tensor& x, 
     g.stride[t] = s[a];
     g.pad[t] = p[a];
     g.dil[t] = d[a];
+    if (g.out[t] == 0) fail<ShapeError>(op, "the input ", x.shape(), " has an empty spatial axis (PyTorch's refusal too)");
     if (op_[a] >= s[a] && op_[a] >= d[a])
       fail<ShapeError>(op, "output_padding ", output_padding, " must be smaller than the stride ", stride, " or the dilation ", dilation);
     g.in[t] = (g.out[t] - 1) * s[a] - 2 * p[a] + d[a] * (g.k[t] - 1) + op_[a] + 1;

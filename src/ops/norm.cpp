@@ -80,8 +80,11 @@ struct NormPieces {
   }
 };
 
-/// \brief Whether a set is cut into pieces on a GPU: when it has more than one.
-inline bool split_sets(const Device& device, const NormSets& l) { return device.is_gpu() && l.sets > 0 && NormPieces(l).per_set > 1; }
+/// \brief Whether the sets are cut into pieces: on a GPU, when a set has more than kNormPiece
+/// elements (and so more than one piece).
+bool split_sets(const Device& device, const NormSets& l) {
+  return device.is_gpu() && l.sets > 0 && l.count() > kNormPiece && NormPieces(l).per_set > 1;
+}
 
 /// \brief The sum over piece p of set s of f(e), e each element's index (blocks of one element
 /// walked as one strided row).
