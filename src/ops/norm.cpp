@@ -27,6 +27,12 @@ namespace kten {
 namespace detail {
 namespace {
 
+/// \brief One piece of a set: blocks [a0, a1), elements [k0, k1) of each.
+struct NormPiece {
+  std::int64_t a0, a1, k0, k1;
+  KOKKOS_INLINE_FUNCTION std::int64_t count() const { return (a1 - a0) * (k1 - k0); }
+};
+
 /// \brief Where the statistics sets lie in a contiguous (N, C, S) tensor and which channel (weight
 /// and bias) each element belongs to. Set s is `blocks` runs of `len` contiguous elements,
 /// `stride` apart, from s * set_stride; block a of set s is channel (s % groups) * per_group + a *
@@ -38,6 +44,8 @@ struct NormSets {
   KOKKOS_INLINE_FUNCTION std::int64_t start(std::int64_t s, std::int64_t a) const { return s * set_stride + a * stride; }
   KOKKOS_INLINE_FUNCTION std::int64_t channel(std::int64_t s, std::int64_t a) const { return (s % groups) * per_group + a * step; }
   KOKKOS_INLINE_FUNCTION std::int64_t count() const { return blocks * len; }
+  /// \brief A whole set as one piece.
+  KOKKOS_INLINE_FUNCTION NormPiece whole() const { return {0, blocks, 0, len}; }
   /// \brief The set element e belongs to: batch norm's layout is (blocks, sets, len), group norm's
   /// (sets, blocks, len).
   KOKKOS_INLINE_FUNCTION std::int64_t set_of(std::int64_t e) const { return step == 0 ? (e / len) % sets : e / (blocks * len); }
@@ -54,12 +62,6 @@ struct NormSets {
 // on the shape alone. Still bandwidth-bound: x is read twice forward (the pieces' folds after the
 // first hit cache), x and g twice backward.
 constexpr std::int64_t kNormPiece = 2048;
-
-/// \brief One piece of a set: blocks [a0, a1), elements [k0, k1) of each.
-struct NormPiece {
-  std::int64_t a0, a1, k0, k1;
-  KOKKOS_INLINE_FUNCTION std::int64_t count() const { return (a1 - a0) * (k1 - k0); }
-};
 
 /// \brief How a GPU cuts every set into pieces: a block into `per_block` pieces of up to kNormPiece
 /// elements, or (batch norm with blocks shorter than a piece) `blocks_per_piece` whole blocks into
@@ -99,6 +101,24 @@ KOKKOS_INLINE_FUNCTION T piece_sum(const Row& row, const NormSets& l, std::int64
   return total;
 }
 
+/// \brief A piece's mean, LayerNorm's correction c (the mean of x - mean, which takes the first
+/// mean's rounding off again) and sum of squared deviations from mean + c.
+template <class T>
+struct Moments {
+  T mean, c, m2;
+};
+template <class T, class Row>
+KOKKOS_INLINE_FUNCTION Moments<T> moments(const Row& row, const NormSets& l, std::int64_t s, const NormPiece& p, const T* x) {
+  const T count = static_cast<T>(p.count());
+  const T mean = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return x[e]; }) / count;
+  const T c = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return x[e] - mean; }) / count;
+  const T m2 = piece_sum<T>(row, l, s, p, [&](std::int64_t e) {
+    const T centred = (x[e] - mean) - c;
+    return centred * centred;
+  });
+  return {mean, c, m2};
+}
+
 /// \brief Each piece's mean and sum of squared deviations (M2), by the corrected two-pass
 /// algorithm within the piece; row r is piece r % per_set of set r / per_set.
 template <class T>
@@ -110,18 +130,10 @@ struct PieceMoments {
   NormPieces pc;
   template <class Row>
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
-    const std::int64_t s = r / pc.per_set;
-    const NormPiece p = pc.piece(l, r % pc.per_set);
-    const T count = static_cast<T>(p.count());
-    const T mean = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return x[e]; }) / count;
-    const T c = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return x[e] - mean; }) / count;
-    const T m2 = piece_sum<T>(row, l, s, p, [&](std::int64_t e) {
-      const T centred = (x[e] - mean) - c;
-      return centred * centred;
-    });
+    const Moments<T> m = moments(row, l, r / pc.per_set, pc.piece(l, r % pc.per_set), x);
     row.once([&]() {
-      piece_mean[r] = mean + c;
-      piece_m2[r] = m2;
+      piece_mean[r] = m.mean + m.c;
+      piece_m2[r] = m.m2;
     });
   }
 };
@@ -260,22 +272,8 @@ struct NormGradApply {
   }
 };
 
-/// \brief The sum over set s of block(a)(e), e the index of each element of block a: block(a)
+/// \brief block(a)(e) for every element e of set s, as piece_sum walks a whole set: block(a)
 /// gives the per-block function (its constants, such as the channel's weight, out of the loop).
-/// Blocks of one element are walked as one strided row.
-template <class T, class Row, class Block>
-KOKKOS_INLINE_FUNCTION T set_sum(const Row& row, const NormSets& l, std::int64_t s, const Block& block) {
-  if (l.len == 1) return row_sum<T>(row, l.blocks, [&](std::int64_t a) { return block(a)(l.start(s, a)); });
-  T total = T(0);
-  for (std::int64_t a = 0; a < l.blocks; ++a) {
-    const auto f = block(a);
-    const std::int64_t e0 = l.start(s, a);
-    total += row_sum<T>(row, l.len, [&](std::int64_t k) { return f(e0 + k); });
-  }
-  return total;
-}
-
-/// \brief block(a)(e) for every element e of set s, as set_sum walks them.
 template <class Row, class Block>
 KOKKOS_INLINE_FUNCTION void set_for_each(const Row& row, const NormSets& l, std::int64_t s, const Block& block) {
   if (l.len == 1) {
@@ -306,15 +304,8 @@ struct NormForward {
   T eps;
   template <class Row>
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s, const Row& row) const {
-    const T count = static_cast<T>(l.count());
-    const T mean = set_sum<T>(row, l, s, [&](std::int64_t) { return [&](std::int64_t e) { return x[e]; }; }) / count;
-    const T c = set_sum<T>(row, l, s, [&](std::int64_t) { return [&](std::int64_t e) { return x[e] - mean; }; }) / count;
-    const T var = set_sum<T>(row, l, s, [&](std::int64_t) {
-      return [&](std::int64_t e) {
-        const T centred = (x[e] - mean) - c;
-        return centred * centred;
-      };
-    }) / count;
+    const Moments<T> m = moments(row, l, s, l.whole(), x);
+    const T mean = m.mean, c = m.c, var = m.m2 / static_cast<T>(l.count());
     const T rstd = T(1) / math::sqrt(var + eps);
     set_for_each(row, l, s, [&](std::int64_t a) {
       const std::int64_t ch = l.channel(s, a);
@@ -353,8 +344,8 @@ struct NormBackward {
     const auto xhat = [=](T v) { return ((v - mean) - c) * rstd; };
     T sum_gw = T(0), sum_gw_xhat = T(0);
     if (l.step == 0) {
-      const T sum_g = set_sum<T>(row, l, s, [&](std::int64_t) { return [&](std::int64_t e) { return g[e]; }; });
-      const T sum_g_xhat = set_sum<T>(row, l, s, [&](std::int64_t) { return [&](std::int64_t e) { return g[e] * xhat(x[e]); }; });
+      const T sum_g = piece_sum<T>(row, l, s, l.whole(), [&](std::int64_t e) { return g[e]; });
+      const T sum_g_xhat = piece_sum<T>(row, l, s, l.whole(), [&](std::int64_t e) { return g[e] * xhat(x[e]); });
       const T wc = w[l.channel(s, 0)];
       sum_gw = wc * sum_g;
       sum_gw_xhat = wc * sum_g_xhat;
