@@ -33,6 +33,20 @@ TEST_CASE("emulated GPUs take the device code path, cpu() the host one", "[gpu-p
   }
 }
 
+// Kokkos 3.4 would put a closure of 512 bytes or more in constant memory, waiting on the host
+// before each launch for the kernel that used it before (dispatch/launch.hpp): a GPU's policies
+// ask for the functor as a kernel argument, host ones stay as they are.
+TEST_CASE("a GPU launch passes its functor as a kernel argument", "[gpu-path]") {
+  using Light = Kokkos::Experimental::WorkItemProperty::HintLightWeight_t;
+  using Gpu = decltype(detail::as_kernel_argument<detail::GpuBackend>(detail::RangePolicy<detail::GpuBackend>()));
+  using GpuTeams = decltype(detail::as_kernel_argument<detail::GpuBackend>(detail::BoundedTeamPolicy<detail::GpuBackend, 256>()));
+  using Emulated = decltype(detail::as_kernel_argument<detail::EmulatedGpuBackend>(detail::RangePolicy<detail::EmulatedGpuBackend>()));
+  STATIC_REQUIRE(std::is_same_v<Gpu::work_item_property, Light>);
+  STATIC_REQUIRE(std::is_same_v<GpuTeams::work_item_property, Light>);
+  STATIC_REQUIRE(std::is_same_v<Emulated, detail::RangePolicy<detail::EmulatedGpuBackend>>);
+  STATIC_REQUIRE(detail::kMaxFunctorBytes + 512 <= 4096);  // the closure's policy and reducer fit beside it
+}
+
 TEST_CASE("matrix-vector and vector-matrix products skip the tiling and stay exact", "[gpu-path][matmul]") {
   const Device d = test::device();
   for (std::int64_t k : {3, 64, 300}) {  // short rows, and rows long enough for a GPU's warp per row

@@ -4,6 +4,7 @@
 // Kokkos::parallel_for / parallel_reduce; for_each_index() runs a functor over a 64-bit range.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -23,14 +24,43 @@
 
 namespace kten::detail {
 
+/// \brief The largest kernel functor kten launches: CUDA passes kernel arguments of up to 4 KB, and
+/// Kokkos' closure around the functor (policy, reducer, result pointers) takes the rest.
+inline constexpr std::size_t kMaxFunctorBytes = 3584;
+
+/// \brief Every build refuses a functor that would not fit a GPU's kernel arguments (the host's
+/// functors have the GPU's layout: typed pointers, extents and strides).
+template <class Functor>
+constexpr void check_functor_size() {
+  static_assert(sizeof(Functor) <= kMaxFunctorBytes,
+                "a kernel's functor must fit CUDA's 4 KB of kernel arguments (kMaxFunctorBytes): "
+                "keep its tables on the device or pass fewer of them");
+}
+
+/// \brief On a GPU, the policy with Kokkos' light-weight launch: the functor goes as a kernel
+/// argument. By default Kokkos 3.4 puts any closure of 512 bytes or more in constant memory (kten's
+/// convolutions, scatters and comparisons: functors of 448 to 632 bytes), and before each such
+/// launch the host waits for the kernel that used that buffer before (cudaEventSynchronize): a host
+/// synchronisation between two kernels of a training step, and a call GPGPU-Sim lacks
+/// (cudaMemcpyToSymbolAsync). Host backends are unaffected.
+template <class Backend, class Policy>
+auto as_kernel_argument(const Policy& policy) {
+  if constexpr (Backend::is_host || Backend::emulated) {
+    return policy;
+  } else {
+    return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  }
+}
+
 /// \brief The only place kten calls Kokkos::parallel_for: on the backend's policy, with an
 /// emulated GPU's memory open while the kernel runs.
 template <class Backend, class Policy, class Functor>
 void run(const char* label, const Backend&, const Policy& policy, const Functor& functor) {
   check_launch_thread<Backend, Policy>(false);
+  check_functor_size<Functor>();
   const auto lock = lock_shared_scratch<Backend, Policy, false>();
   KernelAccess<Backend> access;
-  Kokkos::parallel_for(label, policy, functor);
+  Kokkos::parallel_for(label, as_kernel_argument<Backend>(policy), functor);
 }
 
 /// \brief The only place kten calls Kokkos::parallel_reduce (result in `reducer`'s View).
@@ -38,9 +68,10 @@ template <class Backend, class Policy, class Functor, class Reducer>
 void run_reduce(const char* label, const Backend&, const Policy& policy, const Functor& functor,
                 const Reducer& reducer) {
   check_launch_thread<Backend, Policy>(true);
+  check_functor_size<Functor>();
   const auto lock = lock_shared_scratch<Backend, Policy, true>();
   KernelAccess<Backend> access;
-  Kokkos::parallel_reduce(label, policy, functor, reducer);
+  Kokkos::parallel_reduce(label, as_kernel_argument<Backend>(policy), functor, reducer);
 }
 
 /// \brief functor(i) for i = first, first + stride, ... below n: one GPU thread's share of a range
