@@ -74,7 +74,10 @@ class Recorder : public benchmark::ConsoleReporter {
       const std::string manual = "/manual_time";
       if (name.size() > manual.size() && name.compare(name.size() - manual.size(), manual.size(), manual) == 0)
         name.resize(name.size() - manual.size());
-      results[name] = m;
+      // A benchmark registered more than once (the two sides of a comparison taken in turns,
+      // register_onnx) stands for its fastest run.
+      const auto [kept, first] = results.try_emplace(name, m);
+      if (!first && m.seconds < kept->second.seconds) kept->second = m;
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -750,23 +753,29 @@ void register_onnx() {
       (*model)(X);
     });
   };
-  for (bool imported : {false, true}) {
-    const std::string kind = imported ? "onnx" : "modules";
-    benchmark::RegisterBenchmark(("onnx/mlp_step_" + kind).c_str(), [=](benchmark::State& state) {
-      train_step(mlp(imported), kten::rand({s.batch, s.in}, config.device, 4), kten::rand({s.batch, s.out}, config.device, 5), state);
-    });
-    for (std::int64_t batch : {std::int64_t(1), std::int64_t(4096)})
-      benchmark::RegisterBenchmark(("onnx/mlp_inference" + std::to_string(batch) + "_" + kind).c_str(),
-                                   [=](benchmark::State& state) {
-                                     inference(mlp(imported), kten::rand({batch, s.in}, config.device, 4), state);
-                                   });
-    benchmark::RegisterBenchmark(("onnx/unet_step_" + kind).c_str(), [=](benchmark::State& state) {
-      train_step(unet(imported, true), kten::rand({fields, 4, grid, grid}, config.device, 4),
-                 kten::rand({fields, 4, grid, grid}, config.device, 5), state);
-    });
-    benchmark::RegisterBenchmark(("onnx/unet_inference_" + kind).c_str(), [=](benchmark::State& state) {
-      inference(unet(imported, false), kten::rand({fields, 4, grid, grid}, config.device, 4), state);
-    });
+  // The two sides of each row in turns, three rounds (one quick), each side's fastest round kept:
+  // run one after the other, the imported MLP's step was 1.54 of the module's in one process and
+  // 0.96-1.10 in alternate processes, where the module's own step varied 1.8x from one process to
+  // the next (docs/performance.md).
+  for (int round = 0; round < (config.quick ? 1 : 3); ++round) {
+    for (bool imported : {false, true}) {
+      const std::string kind = imported ? "onnx" : "modules";
+      benchmark::RegisterBenchmark(("onnx/mlp_step_" + kind).c_str(), [=](benchmark::State& state) {
+        train_step(mlp(imported), kten::rand({s.batch, s.in}, config.device, 4), kten::rand({s.batch, s.out}, config.device, 5), state);
+      });
+      for (std::int64_t batch : {std::int64_t(1), std::int64_t(4096)})
+        benchmark::RegisterBenchmark(("onnx/mlp_inference" + std::to_string(batch) + "_" + kind).c_str(),
+                                     [=](benchmark::State& state) {
+                                       inference(mlp(imported), kten::rand({batch, s.in}, config.device, 4), state);
+                                     });
+      benchmark::RegisterBenchmark(("onnx/unet_step_" + kind).c_str(), [=](benchmark::State& state) {
+        train_step(unet(imported, true), kten::rand({fields, 4, grid, grid}, config.device, 4),
+                   kten::rand({fields, 4, grid, grid}, config.device, 5), state);
+      });
+      benchmark::RegisterBenchmark(("onnx/unet_inference_" + kind).c_str(), [=](benchmark::State& state) {
+        inference(unet(imported, false), kten::rand({fields, 4, grid, grid}, config.device, 4), state);
+      });
+    }
   }
 }
 
