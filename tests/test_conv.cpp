@@ -81,6 +81,22 @@ TEST_CASE("pad refuses a mode on an axis it cannot take, naming the mode and the
   CHECK(y.sum().item<float>() == Approx(12 + 0.5 * (28 - 12)));
 }
 
+// The host pads a whole row of the last axis per index, a GPU one element: rows that are all
+// padding, a scalar (one row of one element) and a single row (one index on the host).
+TEST_CASE("pad fills whole padded rows, a scalar and a single row", "[conv]") {
+  const Device d = test::device();
+  CHECK(pad(full(Shape{}, 3.5, d), Shape{}).item<float>() == 3.5f);
+  CHECK(pad(tensor(std::vector<float>{1, 2, 3}, Shape{3}, d), {2, 1}, nn::PaddingMode::circular).to_vector<float>() ==
+        std::vector<float>{2, 3, 1, 2, 3, 1});
+  CHECK(pad(tensor(std::vector<float>{1, 2, 3}, Shape{3}, d), {1, 2}, nn::PaddingMode::reflect).to_vector<float>() ==
+        std::vector<float>{2, 1, 2, 3, 2, 1});
+  const Tensor x = tensor(std::vector<float>{1, 2, 3, 4}, Shape{1, 2, 2}, d);
+  CHECK(pad(x, {1, 0, 1, 1}, nn::PaddingMode::zeros, 7).to_vector<float>() ==
+        std::vector<float>{7, 7, 7, 7, 1, 2, 7, 3, 4, 7, 7, 7});
+  CHECK(pad(x.transpose(1, 2), {0, 1, 1, 0}, nn::PaddingMode::replicate).to_vector<float>() ==
+        std::vector<float>{1, 3, 3, 1, 3, 3, 2, 4, 4});
+}
+
 TEST_CASE("convolution layers have PyTorch's parameters and initialisation, and name themselves in errors", "[conv]") {
   const Device d = test::device();
   nn::ConvOptions o;
