@@ -812,25 +812,31 @@ struct PadKernel {
   }
 };
 
-/// \brief pad's gradient along one axis (extent out -> n), one input element per index: the sum,
-/// in a fixed order, of the output elements that read it (itself, then the padded ones in order).
+/// \brief pad's gradient along one axis (extent out -> n), `span` input elements per index: one on
+/// a GPU; on the host a whole slab (the n x inner elements of one outer index), so that finding
+/// the padded outputs that read an axis coordinate, a few operations, is shared by its run of
+/// `inner` elements and no element's coordinates are divided out. Each element is the sum, in a
+/// fixed order, of the output elements that read it (itself, then the padded ones in order).
 template <class T>
 struct PadFoldKernel {
   const T* g;
   T* dx;
   nn::PaddingMode mode;
-  std::int64_t inner, n, out, before;
-  FastDiv by_inner, by_n;  // e's coordinates without a divide (PadKernel)
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
-    const std::int64_t rows = by_inner.div(e), outer = by_n.div(rows);
-    const std::int64_t in_inner = e - rows * inner, i = rows - outer * n;
-    const T* row = g + outer * out * inner + in_inner;
-    T acc = row[(i + before) * inner];
-    for (std::int64_t o = 0; o < out; ++o) {
-      if (o == before) o = before + n;  // skip the copied interior
-      if (o < out && pad_source(mode, o, before, n) == i) acc += row[o * inner];
+  std::int64_t inner, n, out, before, span;
+  FastDiv by_inner, by_n;  // the coordinates without a divide (PadKernel)
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t index) const {
+    const std::int64_t first = index * span, rows = by_inner.div(first), outer = by_n.div(rows);
+    const std::int64_t in_inner = first - rows * inner, width = span < inner ? span : inner;
+    const T* slab = g + outer * out * inner + in_inner;
+    for (std::int64_t i = rows - outer * n, k = 0; k < span / width; ++i, ++k) {
+      T* d = dx + first + k * inner;
+      for (std::int64_t e = 0; e < width; ++e) d[e] = slab[(i + before) * inner + e];
+      for (std::int64_t o = 0; o < out; ++o) {
+        if (o == before) o = before + n;  // skip the copied interior
+        if (o < out && pad_source(mode, o, before, n) == i)
+          for (std::int64_t e = 0; e < width; ++e) d[e] += slab[o * inner + e];
+      }
     }
-    dx[e] = acc;
   }
 };
 
@@ -854,9 +860,12 @@ Tensor pad_fold(const Tensor& g, int axis, std::int64_t n, std::int64_t before, 
   Tensor dx = empty(shape, g.device(), g.dtype());
   const std::int64_t numel = dx.numel();
   if (numel == 0) return dx;
-  launch_each_index(op, numel, [&](auto* pg, auto* pdx) {
+  launch(op, [&](const auto& backend, auto* pg, auto* pdx) {
     using T = std::remove_pointer_t<decltype(pdx)>;
-    return PadFoldKernel<T>{pg, pdx, mode, inner, n, out, before, FastDiv(inner, numel), FastDiv(n, numel / inner)};
+    const std::int64_t span = std::decay_t<decltype(backend)>::is_host ? n * inner : 1;
+    for_each_index(op, backend, numel / span,
+                   PadFoldKernel<T>{pg, pdx, mode, inner, n, out, before, span, FastDiv(inner, numel), FastDiv(n, numel / inner)},
+                   numel);
   }, g, dx);
   return dx;
 }
