@@ -813,10 +813,11 @@ struct PadKernel {
 };
 
 /// \brief pad's gradient along one axis (extent out -> n), `span` input elements per index: one on
-/// a GPU; on the host a whole slab (the n x inner elements of one outer index), so that finding
-/// the padded outputs that read an axis coordinate, a few operations, is shared by its run of
-/// `inner` elements and no element's coordinates are divided out. Each element is the sum, in a
-/// fixed order, of the output elements that read it (itself, then the padded ones in order).
+/// a GPU; on the host the run of `inner` elements of one axis coordinate (or, along the last axis,
+/// a whole row of n coordinates), so that finding the padded outputs that read a coordinate, a few
+/// operations, is shared by its run and no element's coordinates are divided out. Each element is
+/// the sum, in a fixed order, of the output elements that read it (itself, then the padded ones in
+/// order).
 template <class T>
 struct PadFoldKernel {
   const T* g;
@@ -862,7 +863,8 @@ Tensor pad_fold(const Tensor& g, int axis, std::int64_t n, std::int64_t before, 
   if (numel == 0) return dx;
   launch(op, [&](const auto& backend, auto* pg, auto* pdx) {
     using T = std::remove_pointer_t<decltype(pdx)>;
-    const std::int64_t span = std::decay_t<decltype(backend)>::is_host ? n * inner : 1;
+    // The host's runs: `inner` elements, or a row of the axis when it is the last (inner 1).
+    const std::int64_t span = !std::decay_t<decltype(backend)>::is_host ? 1 : inner > 1 ? inner : n;
     for_each_index(op, backend, numel / span,
                    PadFoldKernel<T>{pg, pdx, mode, inner, n, out, before, span, FastDiv(inner, numel), FastDiv(n, numel / inner)},
                    numel);
