@@ -97,6 +97,33 @@ TEST_CASE("pad fills whole padded rows, a scalar and a single row", "[conv]") {
         std::vector<float>{1, 3, 3, 1, 3, 3, 2, 4, 4});
 }
 
+TEST_CASE("an infinite weight times the zero padding is NaN, forward and input gradient, on rows of a vector and more", "[conv]") {
+  // 8 channels and rows of 32: cpu()'s direct path (the zeros of a padded copy), a GPU's gather.
+  const Device d = test::device();
+  const std::int64_t h = 3, w = 32;
+  std::vector<float> wv(8 * 8 * 9, 0.01f);
+  wv[(2 * 8 + 5) * 9] = INFINITY;  // output channel 2, input channel 5, tap (0, 0)
+  const Tensor weight = tensor(wv, Shape{8, 8, 3, 3}, d);
+  const Tensor x = (arange(8 * h * w, d).reshape({1, 8, h, w}) * 0.001).requires_grad_();
+  const Tensor y = conv2d(x, weight, {}, {1}, {1});
+  sum(y).backward();
+  const std::vector<float> yv = y.to_vector<float>(), gx = x.grad().to_vector<float>();
+  for (std::int64_t c = 0; c < 8; ++c)
+    for (std::int64_t i = 0; i < h; ++i)
+      for (std::int64_t j = 0; j < w; ++j) {
+        INFO("channel " << c << ", pixel (" << i << ", " << j << ")");
+        const float out = yv[static_cast<std::size_t>((c * h + i) * w + j)], grad = gx[static_cast<std::size_t>((c * h + i) * w + j)];
+        // y: tap (0, 0) of output pixel (i, j) reads x at (i - 1, j - 1); the padding where i or j is 0.
+        if (c != 2) CHECK(std::isfinite(out));
+        else if (i == 0 || j == 0) CHECK(std::isnan(out));
+        else CHECK(out == INFINITY);
+        // dx: input pixel (i, j) gets tap (0, 0) from dy at (i + 1, j + 1); the padding on the last row and column.
+        if (c != 5) CHECK(std::isfinite(grad));
+        else if (i == h - 1 || j == w - 1) CHECK(std::isnan(grad));
+        else CHECK(grad == INFINITY);
+      }
+}
+
 TEST_CASE("convolution layers have PyTorch's parameters and initialisation, and name themselves in errors", "[conv]") {
   const Device d = test::device();
   nn::ConvOptions o;

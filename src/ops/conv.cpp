@@ -11,6 +11,9 @@
 // from (zero where the stride skips it), so the gradient is a gather, not a scatter with atomics.
 // The transposed convolutions are the same products with the roles swapped: conv_transpose's
 // forward is grad_input, its input gradient the forward, its weight gradient grad_weight.
+// On cpu(), the forward (stride 1 along w) and grad_input (stride 1) with enough channels and long
+// enough rows are direct convolutions instead: a sum over taps of GEMM micro-tiles that read a
+// zero-extended copy of the gathered tensor in place (ConvDirectHostKernel).
 // pad is a gather per output element, its gradient a gather per input element, axis by axis.
 #include <algorithm>
 #include <string>
@@ -349,6 +352,27 @@ struct ConvHostKernel {
   }
 };
 
+/// \brief c (h x w, row stride ldc) += a (h x kb, rows lda apart) b (kb rows ldb apart), h <= MR,
+/// w <= NR: the micro-kernel of the strip's height and the narrowest whole-vector width, through a
+/// buffer when w is narrower (the direct convolution and ConvWeightHostKernel, whose operands are
+/// read in place). One instantiation per element type, whichever host space runs the kernel.
+template <class T>
+void conv_tile(const T* a, std::int64_t lda, const T* b, std::int64_t ldb, int kb, T* c, std::int64_t ldc, int h, int w) {
+  using Gemm = HostGemmKernel<T, TeamMember<HostBackend>>;  // its micro-kernels are static: any member type
+  with_extent<Gemm::MR, 1>(h, [&](auto rows) {
+    with_extent<Gemm::NR, HostGemmBlocking<T>::lanes>(w, [&](auto cols) {
+      constexpr int R = decltype(rows)::value, W = decltype(cols)::value;
+      if (W == w) return Gemm::template micro_tile<false, W, R>(a, lda, b, kb, c, ldc, ldb);
+      T edge[R * W] = {};
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < w; ++j) edge[r * W + j] = c[r * ldc + j];
+      Gemm::template micro_tile<false, W, R>(a, lda, b, kb, edge, W, ldb);
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < w; ++j) c[r * ldc + j] = edge[r * W + j];
+    });
+  });
+}
+
 /// \brief cpu(), grad_weight at stride 1 along w on an input contiguous along w: no packing of
 /// the im2col operand at all. For one output row and one tap, the input the tap reads is, channel
 /// by channel, one contiguous run of x, and the channels lie ld = x's channel stride apart: the
@@ -360,7 +384,7 @@ struct ConvHostKernel {
 template <class T, class Member>
 struct ConvWeightHostKernel {
   using Gemm = HostGemmKernel<T, Member>;
-  static constexpr int MR = Gemm::MR, NR = Gemm::NR, lanes = HostGemmBlocking<T>::lanes;
+  static constexpr int MR = Gemm::MR, NR = Gemm::NR;
   ConvArgs<T> args;
 
   /// \brief Whether it applies: stride 1 along w, x contiguous along w, products small enough for
@@ -428,16 +452,7 @@ struct ConvWeightHostKernel {
             const int w = static_cast<int>(std::min<std::int64_t>(NR, cout - q * NR));
             const T* b = Bs + q * NR * ow_n + lo * NR;
             T* c = Cs + (t * cin + ci) * cout + q * NR;
-            with_extent<MR, 1>(h, [&](auto rows) {
-              with_extent<NR, lanes>(w, [&](auto cols) {
-                constexpr int R = decltype(rows)::value, W = decltype(cols)::value;
-                if (W == w) return Gemm::template micro_tile<false, W, R>(x + ci * lda, lda, b, kb, c, cout);
-                T edge[R * W] = {};  // a panel narrower than whole vectors: through a buffer
-                Gemm::template micro_tile<false, W, R>(x + ci * lda, lda, b, kb, edge, W);
-                for (int r = 0; r < R; ++r)
-                  for (int j = 0; j < w; ++j) c[r * cout + j] += edge[r * W + j];
-              });
-            });
+            conv_tile<T>(x + ci * lda, lda, b, NR, kb, c, cout, h, w);
           }
         }
       }
@@ -447,6 +462,113 @@ struct ConvWeightHostKernel {
         for (std::int64_t co = 0; co < cout; ++co) sl.c[co * sl.ldc + ci * kvol + t] = Cs[(t * cin + ci) * cout + co];
   }
 };
+
+/// \brief A direct convolution's zero-extended operand E (cpu()): per batch item and channel,
+/// E[e] = src[e - front] (d, h, w) where that lies inside src's extents `src`, else 0, over `ext`
+/// extents, then `tail` zeros: an edge tile's whole-vector loads run past a row's end into the
+/// next row (lanes it discards) and, after the last row, into the tail.
+struct DirectExtension {
+  std::int64_t front[3], ext[3], src[3], tail;
+};
+
+/// \brief cpu(): fills E, one row along w per index (zeros, or a copy_run of a source row):
+/// bandwidth-bound, one pass over the source against the kvol the im2col packing makes.
+template <class T>
+struct ExtendKernel {
+  const T* src;
+  std::int64_t ss[5];
+  T* e;
+  DirectExtension x;
+  std::int64_t channels;
+  std::int64_t rows;
+  void operator()(std::int64_t r) const {  // r = ((n * channels + c) * ext[0] + ed) * ext[1] + eh
+    const std::int64_t eh = r % x.ext[1], ed = r / x.ext[1] % x.ext[0], nc = r / (x.ext[0] * x.ext[1]);
+    const std::int64_t sd = ed - x.front[0], sh = eh - x.front[1];
+    T* d = e + r * x.ext[2];
+    if (r == rows - 1)
+      for (std::int64_t j = 0; j < x.tail; ++j) d[x.ext[2] + j] = T(0);
+    if (sd < 0 || sd >= x.src[0] || sh < 0 || sh >= x.src[1]) {
+      for (std::int64_t j = 0; j < x.ext[2]; ++j) d[j] = T(0);
+      return;
+    }
+    const T* row = src + nc / channels * ss[0] + nc % channels * ss[1] + sd * ss[2] + sh * ss[3];
+    copy_run(d, 1, row, ss[4], -x.front[2], x.src[2], x.ext[2]);
+  }
+};
+
+/// \brief cpu(), the forward at stride 1 along w and grad_input at stride 1: a direct convolution
+/// on E, read in place. One output row of C (m channels by one pixel row) is the sum over taps t
+/// of A_t (m x c: the weight of tap t) times c rows of E that lie a channel apart, from the tap's
+/// offset: the GEMM's micro-kernel with B's rows in place (ldb = E's channel stride). The im2col
+/// path re-packs each input element kvol times and feeds it to m fmas, which with few channels
+/// (m = 16: 16 fmas per packed element) makes the packing the bound; here each E element is
+/// loaded from L1 by the micro-kernel itself, and the kernel is compute-bound like the GEMM. The
+/// zeros of the padding are multiplied as the im2col path multiplies them, so a non-finite weight
+/// reaches the padded border as NaN there too. One thread per output row; the taps in the weight's
+/// order, then the channels (the im2col path sums channels first: results differ by rounding).
+template <class T, class Member>
+struct ConvDirectHostKernel {
+  static constexpr int MR = HostGemmBlocking<T>::rows, NR = HostGemmBlocking<T>::cols, lanes = HostGemmBlocking<T>::lanes;
+  const T* a;  // per (group, tap): A_t, m x c, rows contiguous
+  const T* e;
+  T* c;
+  const T* bias;  // per channel of C, or null
+  std::int64_t m, ch;
+  ConvGeometry g;
+  bool flip;  // grad_input: C's pixels are the input's, and tap t reads E at (k - 1 - t) dil, stride 1
+  DirectExtension x;
+
+  void operator()(const Member& team) const {
+    const std::int64_t* cext = flip ? g.in : g.out;
+    const std::int64_t* k = g.k;
+    const std::int64_t rows = cext[0] * cext[1], pix = rows * cext[2], width = cext[2];
+    const std::int64_t slab = team.league_rank() / rows, row = team.league_rank() % rows;
+    const std::int64_t grp = slab % g.groups, pd = row / cext[1], ph = row % cext[1];
+    const std::int64_t sd = flip ? 1 : g.stride[0], sh = flip ? 1 : g.stride[1];
+    const std::int64_t cs = x.ext[0] * x.ext[1] * x.ext[2], kvol = g.kvol();
+    const T* eb = e + slab * ch * cs + (pd * sd * x.ext[1] + ph * sh) * x.ext[2];
+    const T* ag = a + grp * kvol * m * ch;
+    T* cr = c + slab * m * pix + row * width;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < width; ++j) cr[i * pix + j] = bias ? bias[grp * m + i] : T(0);
+    // Column tiles as even as they go in whole vectors, at most NR wide (64 floats: 32 + 32, not
+    // 48 + 16); strips of channels as even as they go, at most MR.
+    const std::int64_t vectors = (width + lanes - 1) / lanes, per_tile = NR / lanes;
+    const std::int64_t tiles = (vectors + per_tile - 1) / per_tile, tile_w = (vectors + tiles - 1) / tiles * lanes;
+    const std::int64_t strips = (m + MR - 1) / MR, base = m / strips, taller = m % strips;
+    for (std::int64_t j0 = 0; j0 < width; j0 += tile_w) {
+      const int w = static_cast<int>(std::min(tile_w, width - j0));
+      for (std::int64_t s = 0, i = 0; s < strips; i += base + (s < taller), ++s) {
+        const int h = static_cast<int>(base + (s < taller));
+        for (std::int64_t kd = 0, t = 0; kd < k[0]; ++kd)
+          for (std::int64_t kh = 0; kh < k[1]; ++kh)
+            for (std::int64_t kw = 0; kw < k[2]; ++kw, ++t) {
+              const std::int64_t od = (flip ? k[0] - 1 - kd : kd) * g.dil[0], oh = (flip ? k[1] - 1 - kh : kh) * g.dil[1],
+                                 ow = (flip ? k[2] - 1 - kw : kw) * g.dil[2];
+              const T* b = eb + (od * x.ext[1] + oh) * x.ext[2] + ow + j0;
+              conv_tile<T>(ag + (t * m + i) * ch, ch, b, cs, static_cast<int>(ch), cr + i * pix + j0, pix, h, w);
+            }
+      }
+    }
+  }
+};
+
+/// \brief Whether cpu()'s direct convolution takes a product: stride 1 along w (grad_input: every
+/// axis), a row of C's pixels that fills at least three quarters of the `lanes`-wide vectors it
+/// spans, and at least 8 channels summed per tap (each tap reloads C's micro-tile from L1).
+bool direct_applies(ConvProduct product, const ConvGeometry& g, std::int64_t lanes) {
+  const bool forward = product == ConvProduct::forward;
+  const std::int64_t width = forward ? g.out[2] : g.in[2], summed = forward ? g.cin_g : g.cout_g;
+  const std::int64_t vectors = (width + lanes - 1) / lanes;
+  const bool strides = forward ? g.stride[2] == 1 : g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
+  return product != ConvProduct::grad_weight && strides && width >= lanes && 4 * width >= 3 * vectors * lanes && summed >= 8;
+}
+
+/// \brief Whether a product on `src` runs as cpu()'s direct convolution.
+bool direct_on(ConvProduct product, const ConvGeometry& g, const Tensor& src) {
+  return src.device().is_cpu() &&
+         direct_applies(product, g, HostIsa::vector_bytes / static_cast<std::int64_t>(dtype_size(src.dtype())));
+}
 
 /// \brief GPUs (real and emulated): the GEMM's SIMT tile (team_gemm_tile, gemm_kernel.hpp), one
 /// team per BM x BN tile of one slab's C, its B slices gathered element by element from the
@@ -554,17 +676,67 @@ Tensor conv_product(const char* op, ConvProduct product, const ConvGeometry& g, 
   return c;
 }
 
+/// \brief cpu()'s direct convolution (ConvDirectHostKernel): the forward (`a` the weight as
+/// (groups, kvol, C_out/g, C_in/g)) or grad_input (`a` as (groups, kvol, C_in/g, C_out/g)) on E, a
+/// zero-extended copy of `src` (any strided view): its size plus the padding.
+Tensor conv_direct(const char* op, ConvProduct product, const ConvGeometry& g, int dims, const Tensor& a, const Tensor& src,
+                   const Tensor* bias, const Shape& c_shape) {
+  const bool forward = product == ConvProduct::forward;
+  const std::int64_t* pixels = forward ? g.out : g.in;  // C's
+  DirectExtension x{};
+  for (int t = 0; t < 3; ++t) {
+    const std::int64_t span = (g.k[t] - 1) * g.dil[t];
+    x.front[t] = forward ? g.pad[t] : span - g.pad[t];
+    x.ext[t] = (pixels[t] - 1) * g.stride[t] + span + 1;  // grad_input: stride 1
+    x.src[t] = forward ? g.in[t] : g.out[t];
+  }
+  x.tail = HostIsa::vector_bytes / 4;  // a vector of floats: the most an edge tile reads past a row
+  const std::int64_t m = forward ? g.cout_g : g.cin_g, ch = forward ? g.cin_g : g.cout_g;
+  Tensor c = empty(c_shape, src.device(), src.dtype());
+  const std::int64_t e_rows = checked_numel(Shape{g.batch, g.groups * ch, x.ext[0], x.ext[1]}, op);
+  const auto e_size = checked_add(checked_numel(Shape{e_rows, x.ext[2]}, op), x.tail);
+  if (!e_size) fail<ShapeError>(op, "the convolution's padded input has more elements than a tensor can hold");
+  const Tensor e = empty({*e_size}, src.device(), src.dtype());
+  const Tensor bias_c = bias ? bias->contiguous() : c;
+  launch_views(op, [&](const auto& backend, auto* pa, auto* psrc, auto* pe, auto* pc, auto* pbias) {
+    using T = std::remove_pointer_t<decltype(pc)>;
+    using Backend = std::decay_t<decltype(backend)>;
+    if constexpr (!Backend::is_host) {
+      fail<Error>(op, "the direct convolution runs on cpu() only");
+    } else {
+      ExtendKernel<T> extend{psrc, {}, pe, x, g.groups * ch, e_rows};
+      strides_3d(src, dims, extend.ss);
+      for_each_index(op, backend, e_rows, extend, e.numel());
+      const std::int64_t league = g.batch * g.groups * pixels[0] * pixels[1];
+      if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more rows than one launch can hold");
+      const double work = static_cast<double>(c.numel()) * ch * g.kvol() / host_gemm_macs_per_element;
+      with_grain(backend, work < 1e18 ? static_cast<std::int64_t>(work) : INT64_MAX, [&](const auto& on) {
+        using Kernel = ConvDirectHostKernel<T, TeamMember<std::decay_t<decltype(on)>>>;
+        run(op, on, fixed_team_policy(on, static_cast<int>(league), 1, TeamScratch{}),
+            Kernel{pa, pe, pc, bias ? pbias : nullptr, m, ch, g, !forward, x});
+      });
+    }
+  }, a, src, e, c, bias_c);
+  return c;
+}
+
 /// \brief Y = conv(X, W) + b: the forward product (X any strided view).
 Tensor conv_forward(const char* op, const ConvGeometry& g, int dims, const Tensor& x, const Tensor& w, const Tensor* b) {
-  return conv_product(op, ConvProduct::forward, g, dims, w.contiguous(), x, b, 1,
-                      conv_shape(g.batch, g.groups * g.cout_g, g.out, dims));
+  const Shape y_shape = conv_shape(g.batch, g.groups * g.cout_g, g.out, dims);
+  if (direct_on(ConvProduct::forward, g, x))  // A: the weight as (groups, kvol, C_out/g, C_in/g), a small copy
+    return conv_direct(op, ConvProduct::forward, g, dims,
+                       w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()}).permute({0, 3, 1, 2}).contiguous(), x, b, y_shape);
+  return conv_product(op, ConvProduct::forward, g, dims, w.contiguous(), x, b, 1, y_shape);
 }
 
 /// \brief dX from dY (any strided view), plus a bias per input channel (conv_transpose's forward).
 Tensor conv_grad_input(const char* op, const ConvGeometry& g, int dims, const Tensor& dy, const Tensor& w, const Tensor* b) {
+  const Shape dx_shape = conv_shape(g.batch, g.groups * g.cin_g, g.in, dims);
+  const Tensor w4 = w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()});
+  if (direct_on(ConvProduct::grad_input, g, dy))  // A: (groups, kvol, C_in/g, C_out/g), a small copy
+    return conv_direct(op, ConvProduct::grad_input, g, dims, w4.permute({0, 3, 2, 1}).contiguous(), dy, b, dx_shape);
   // A: the weight as (groups, C_in/g, C_out/g, kvol), a small copy.
-  const Tensor wt = w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()}).permute({0, 2, 1, 3}).contiguous();
-  return conv_product(op, ConvProduct::grad_input, g, dims, wt, dy, b, 1, conv_shape(g.batch, g.groups * g.cin_g, g.in, dims));
+  return conv_product(op, ConvProduct::grad_input, g, dims, w4.permute({0, 2, 1, 3}).contiguous(), dy, b, 1, dx_shape);
 }
 
 /// \brief dW (the weight's shape `w_shape`) from X (any strided view) and dY. The sum over

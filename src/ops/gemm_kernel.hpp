@@ -111,19 +111,20 @@ struct HostGemmKernel {
   }
 
   /// \brief c (Rows x Cols, row stride ldc) += a b over kb steps of k. a(r, p) is a[p * MR + r] when
-  /// Packed, else a[r * lda + p]; b is a packed micro-panel (rows of NR), of which the first Cols
-  /// columns are used. Rows is MR but for the convolutions' shorter strips (conv.cpp), which split
-  /// a few channels evenly rather than pad the last strip to MR rows. No branches around the loop:
-  /// with them GCC keeps fewer accumulators in the 16 registers of AVX2 and spills the rest.
+  /// Packed, else a[r * lda + p]; b's rows lie ldb apart: a packed micro-panel (rows of NR) but for
+  /// the direct convolution's rows read in place (conv.cpp); the first Cols columns are used. Rows
+  /// is MR but for the convolutions' shorter strips, which split a few channels evenly rather than
+  /// pad the last strip to MR rows. No branches around the loop: with them GCC keeps fewer
+  /// accumulators in the 16 registers of AVX2 and spills the rest.
   template <bool Packed, int Cols, int Rows = MR>
   KOKKOS_INLINE_FUNCTION static void micro_tile(const T* a, std::int64_t lda, const T* b, int kb, T* c,
-                                                std::int64_t ldc) {
+                                                std::int64_t ldc, std::int64_t ldb = NR) {
     static_assert(Rows >= 1 && Rows <= MR, "a micro-tile holds at most MR rows");
     T acc[Rows * Cols];
     for (int r = 0; r < Rows; ++r)
       for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = c[r * ldc + j];
     for (int p = 0; p < kb; ++p) {
-      const T* bp = b + p * NR;
+      const T* bp = b + p * ldb;
       KTEN_UNROLL
       for (int r = 0; r < Rows; ++r) {
         const T av = Packed ? a[p * MR + r] : a[r * lda + p];

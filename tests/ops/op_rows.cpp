@@ -119,6 +119,7 @@ struct ConvCase {
   std::int64_t k = 3, stride = 1, pad = 0, dil = 1, groups = 1, out_pad = 0;
   bool transposed = false;
   bool depthwise = false;  // one input channel per group
+  std::int64_t channels = 0;  // per group, in and out, with rows 16 to 40 long: cpu()'s direct path (0: a few)
 };
 
 std::int64_t pick(Rng& rng, std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); }
@@ -133,15 +134,20 @@ ShapeGen conv_shapes(ConvCase c, int arity = 3) {
             std::int64_t n = o.small ? 1 : pick(rng, 1, 2), cin_g = o.small || c.depthwise ? 1 : pick(rng, 1, 3),
                          cout_g = o.small ? 1 : pick(rng, 1, 3);
             if (o.large) n = 2, cin_g = c.depthwise ? 1 : 4, cout_g = 4;
-            std::int64_t extent = least + (o.small ? 0 : pick(rng, 0, 3));
-            if (o.large) {
+            std::int64_t extent = least + (o.small ? 0 : pick(rng, 0, 3)), last = extent + 1;
+            if (c.channels > 0 && !o.small) {  // rows that fill 3/4 of their vectors on any ISA (see direct_applies)
+              cin_g = cout_g = c.channels;
+              extent = least + pick(rng, 0, 1);
+              last = std::vector<std::int64_t>{16, 27, 40}[static_cast<std::size_t>(pick(rng, 0, 2))];
+            }
+            if (o.large && c.channels == 0) {
               const double per_item = static_cast<double>(pick(rng, 6000, 20000)) / static_cast<double>(n * cin_g * c.groups);
               extent = std::max<std::int64_t>(least, static_cast<std::int64_t>(std::pow(per_item, 1.0 / c.dims)));
             }
             if (o.empty) n = 0;
             Shape x{n, cin_g * c.groups}, w{c.transposed ? cin_g * c.groups : cout_g * c.groups, c.transposed ? cout_g : cin_g};
             for (int a = 0; a < c.dims; ++a) {
-              x.push_back(a == c.dims - 1 && !o.small && !o.large ? extent + 1 : extent);
+              x.push_back(a == c.dims - 1 && !o.small && (!o.large || c.channels > 0) ? last : extent);
               w.push_back(c.k);
             }
             std::vector<Shape> shapes{x, w, {cout_g * c.groups}};
@@ -441,6 +447,12 @@ std::vector<Row> op_table() {
       conv_row("2x2 stride 2 groups 2", {2, 2, 2, 0, 1, 2, 0, true}),
       conv_row("2x2x2 stride 2", {3, 2, 2, 0, 1, 1, 0, true}),
       conv_row("3x3x3 pad 1 dilation 2 output_padding 1", {3, 3, 1, 1, 2, 1, 1, true}),
+      // cpu()'s direct path: the forward and the transposed forward, with their input gradients
+      conv_row("k5 pad 2 dilation 2 groups 2, 8 channels a group", {1, 5, 1, 2, 2, 2, 0, false, false, 8}),
+      conv_row("3x3 pad 1, 8 channels", {2, 3, 1, 1, 1, 1, 0, false, false, 8}),
+      conv_row("3x3x3 pad 1, 8 channels", {3, 3, 1, 1, 1, 1, 0, false, false, 8}),
+      conv_row("3x3 pad 1, 9 channels", {2, 3, 1, 1, 1, 1, 0, true, false, 9}),
+      conv_row("2x2x2 pad 0, 8 channels", {3, 2, 1, 0, 1, 1, 0, true, false, 8}),
       op("conv2d without bias", conv_shapes({2, 3, 1, 1}, 2), KTEN(kten::conv2d(x[0], x[1], {}, {1}, {1})),
          TORCH(at::conv2d(x[0], x[1], {}, 1, 1))).sums().specials_in({0}, kConvSpecials).covers("conv2d"),
       op("conv_transpose2d without bias", conv_shapes({2, 3, 2, 1, 1, 1, 1, true}, 2),
