@@ -8,7 +8,9 @@
 //
 // The segmentation works on the index tensor's distinct part only: axes along which the index is
 // broadcast (stride 0, as index_add's and an expanded edge list's feature axis) share one segment
-// list, so for a graph of E edges it sorts E indices, not E x features.
+// list, so for a graph of E edges it sorts E indices, not E x features. cpu()'s scatter_add of whole
+// rows (an edge list along axis 0, index_add's) needs no segments: each thread owns a range of
+// destination rows and walks the sources in order (ScatterAddRowsKernel), the same steps and bits.
 //
 // Index checks: every kernel that reads an index checks it (index_errors.hpp) and skips one out of
 // range; no host synchronisation.
@@ -313,6 +315,51 @@ struct ScatterReduceKernel {
   }
 };
 
+/// \brief cpu()'s scatter_add of rows, without segments: x (targets x row), one index per source
+/// row (an edge list, or index_add's index). Part k of `parts` owns the destination rows [lo, hi)
+/// and walks every source in order, adding each of its own into out: the first source to reach a
+/// row writes x's row plus itself, the next ones add, and at the end the rows no source reached
+/// copy x. Every row is x's then its sources in order of position, the steps of
+/// ScatterReduceKernel (the same bits), with no sort. Memory-bound: each part reads the index once
+/// and its own sources in order; a mesh's destinations lie near their sources, so the rows being
+/// summed stay in cache, and no source row is read out of order. Part 0 reports indices out of
+/// range (skipped, as everywhere).
+template <class T>
+struct ScatterAddRowsKernel {
+  const std::int64_t* index;
+  std::int64_t* flag;
+  const T* x;
+  const T* src;
+  T* out;
+  bool* reached;
+  std::int64_t index_step, x_step, x_inner, src_step, src_inner, row, targets, sources, parts;
+  void operator()(std::int64_t k) const {
+    const std::int64_t lo = k * targets / parts, hi = (k + 1) * targets / parts;
+    for (std::int64_t q = lo; q < hi; ++q) reached[q] = false;
+    for (std::int64_t p = 0; p < sources; ++p) {
+      const std::int64_t i = index[p * index_step];
+      if (i < lo || i >= hi) {
+        if (k == 0 && (i < 0 || i >= targets)) report_bad_index(flag, i);
+        continue;
+      }
+      T* to = out + i * row;
+      const T* v = src + p * src_step;
+      if (!reached[i]) {
+        reached[i] = true;
+        const T* own = x + i * x_step;
+        for (std::int64_t j = 0; j < row; ++j) to[j] = own[j * x_inner] + v[j * src_inner];
+      } else if (src_inner == 1) {
+        for (std::int64_t j = 0; j < row; ++j) to[j] += v[j];
+      } else {
+        for (std::int64_t j = 0; j < row; ++j) to[j] += v[j * src_inner];
+      }
+    }
+    for (std::int64_t q = lo; q < hi; ++q)
+      if (!reached[q])
+        for (std::int64_t j = 0; j < row; ++j) out[q * row + j] = x[q * x_step + j * x_inner];
+  }
+};
+
 /// \brief The gradient at each output element: to x (gx) and the part each source receives (gd),
 /// as PyTorch 1.13's scatter_reduce_backward: mean divides by the count, amax/amin split the
 /// gradient evenly among x and the sources equal to the result; with include_self = false x gets
@@ -558,19 +605,37 @@ Tensor scatter_nd(const char* label, const Tensor& x, int axis, const Tensor& in
   const int a = normalize_axis(label, x, axis);
   const ScatterGeometry g = geometry(label, x, a, index, src);
   IndexCheck check(label, x.device(), shapes_context(g, x, index));
-  const Segments seg = segment(label, g, index, check);
+  // cpu()'s scatter_add of whole rows along axis 0 (a graph's edges) needs no segments.
+  const bool rows_along_0 = g.rank == 2 && g.axis == 0 && g.fibers == 1 && g.index_extent[1] == g.extent[1];
+  const bool by_rows = x.device().is_cpu() && r == Reduce::sum && include_self && rows_along_0;
+  const Segments seg = by_rows ? Segments{} : segment(label, g, index, check);
   Tensor out = empty(x.shape(), x.device(), x.dtype());
-  launch_views(label, [&](const auto& backend, auto* px, auto* ps, auto* po, const std::int64_t* poff, const std::int64_t* pe) {
-    using T = std::remove_pointer_t<decltype(px)>;
-    with_reduce(r, [&](auto reduce) {
-      const int inner = g.rank - 1;
-      const bool rows_share_segment = inner != g.axis && g.fiber_stride[inner] == 0 && g.index_extent[inner] == g.extent[inner];
-      const std::int64_t row = host_row<std::decay_t<decltype(backend)>>(out.numel(), rows_share_segment ? g.extent[inner] : 1);
-      for_each_index(label, backend, out.numel() / row,
-                     ScatterReduceKernel<decltype(reduce)::value, T>{g, px, ps, po, poff, pe, include_self, row},
-                     out.numel() + index.numel());
-    });
-  }, x, src, out, Fixed<std::int64_t>{seg.offsets}, Fixed<std::int64_t>{seg.entries});
+  if (by_rows) {
+    const Tensor reached = empty({g.targets}, x.device(), DType::boolean);
+    launch_views(label, [&](const auto& backend, auto* px, auto* ps, auto* po, const std::int64_t* pi, std::int64_t* flag, bool* pr) {
+      using T = std::remove_pointer_t<decltype(px)>;
+      if constexpr (std::decay_t<decltype(backend)>::is_host) {
+        const std::int64_t parts = std::max<std::int64_t>(1, std::min<std::int64_t>({host_threads(), 8, g.targets}));
+        const std::int64_t sources = index.numel() == 0 ? 0 : g.sources;  // rows of no features hold no indices
+        for_each_index(label, backend, parts,
+                       ScatterAddRowsKernel<T>{pi, flag, px, ps, po, pr, g.index_stride[0], g.x_stride[0], g.x_stride[1],
+                                               g.src_stride[0], g.src_stride[1], g.extent[1], g.targets, sources, parts},
+                       out.numel() + sources * (g.extent[1] + 1));
+      }
+    }, x, src, out, Fixed<std::int64_t>{index}, Fixed<std::int64_t>{check.flag()}, Fixed<bool>{reached});
+  } else {
+    launch_views(label, [&](const auto& backend, auto* px, auto* ps, auto* po, const std::int64_t* poff, const std::int64_t* pe) {
+      using T = std::remove_pointer_t<decltype(px)>;
+      with_reduce(r, [&](auto reduce) {
+        const int inner = g.rank - 1;
+        const bool rows_share_segment = inner != g.axis && g.fiber_stride[inner] == 0 && g.index_extent[inner] == g.extent[inner];
+        const std::int64_t row = host_row<std::decay_t<decltype(backend)>>(out.numel(), rows_share_segment ? g.extent[inner] : 1);
+        for_each_index(label, backend, out.numel() / row,
+                         ScatterReduceKernel<decltype(reduce)::value, T>{g, px, ps, po, poff, pe, include_self, row},
+                         out.numel() + index.numel());
+      });
+    }, x, src, out, Fixed<std::int64_t>{seg.offsets}, Fixed<std::int64_t>{seg.entries});
+  }
   check.launched();
   if (recording(x, src)) {
     const bool extremum = r == Reduce::amax || r == Reduce::amin;
