@@ -353,20 +353,22 @@ struct ConvHostKernel {
 };
 
 /// \brief c (h x w, row stride ldc) += a (h x kb, rows lda apart) b (kb rows ldb apart), h <= MR,
-/// w <= NR: the micro-kernel of the strip's height and the narrowest whole-vector width, through a
-/// buffer when w is narrower (the direct convolution and ConvWeightHostKernel, whose operands are
-/// read in place). One instantiation per element type, whichever host space runs the kernel.
+/// w <= NR, summed over `parts` (micro_tile's a_step and b_offsets): the micro-kernel of the strip's
+/// height and the narrowest whole-vector width, through a buffer when w is narrower (the direct
+/// convolution and ConvWeightHostKernel, whose operands are read in place). One instantiation per
+/// element type, whichever host space runs the kernel.
 template <class T>
-void conv_tile(const T* a, std::int64_t lda, const T* b, std::int64_t ldb, int kb, T* c, std::int64_t ldc, int h, int w) {
+void conv_tile(const T* a, std::int64_t lda, const T* b, std::int64_t ldb, int kb, T* c, std::int64_t ldc, int h, int w,
+               int parts = 1, std::int64_t a_step = 0, const std::int64_t* b_offsets = nullptr) {
   using Gemm = HostGemmKernel<T, TeamMember<HostBackend>>;  // its micro-kernels are static: any member type
   with_extent<Gemm::MR, 1>(h, [&](auto rows) {
     with_extent<Gemm::NR, HostGemmBlocking<T>::lanes>(w, [&](auto cols) {
       constexpr int R = decltype(rows)::value, W = decltype(cols)::value;
-      if (W == w) return Gemm::template micro_tile<false, W, R>(a, lda, b, kb, c, ldc, ldb);
+      if (W == w) return Gemm::template micro_tile<false, W, R>(a, lda, b, kb, c, ldc, ldb, parts, a_step, b_offsets);
       T edge[R * W] = {};
       for (int r = 0; r < R; ++r)
         for (int j = 0; j < w; ++j) edge[r * W + j] = c[r * ldc + j];
-      Gemm::template micro_tile<false, W, R>(a, lda, b, kb, edge, W, ldb);
+      Gemm::template micro_tile<false, W, R>(a, lda, b, kb, edge, W, ldb, parts, a_step, b_offsets);
       for (int r = 0; r < R; ++r)
         for (int j = 0; j < w; ++j) c[r * ldc + j] = edge[r * W + j];
     });
@@ -536,19 +538,18 @@ struct ConvDirectHostKernel {
     const std::int64_t vectors = (width + lanes - 1) / lanes, per_tile = NR / lanes;
     const std::int64_t tiles = (vectors + per_tile - 1) / per_tile, tile_w = (vectors + tiles - 1) / tiles * lanes;
     const std::int64_t strips = (m + MR - 1) / MR, base = m / strips, taller = m % strips;
+    // Where each tap reads in E, from the row's start; the taps in the weight's order.
+    std::int64_t* taps = static_cast<std::int64_t*>(team.team_scratch(1).get_shmem(sizeof(std::int64_t) * kvol));
+    for (std::int64_t kd = 0, t = 0; kd < k[0]; ++kd)
+      for (std::int64_t kh = 0; kh < k[1]; ++kh)
+        for (std::int64_t kw = 0; kw < k[2]; ++kw, ++t)
+          taps[t] = (((flip ? k[0] - 1 - kd : kd) * g.dil[0]) * x.ext[1] + (flip ? k[1] - 1 - kh : kh) * g.dil[1]) * x.ext[2] +
+                    (flip ? k[2] - 1 - kw : kw) * g.dil[2];
     for (std::int64_t j0 = 0; j0 < width; j0 += tile_w) {
       const int w = static_cast<int>(std::min(tile_w, width - j0));
-      for (std::int64_t s = 0, i = 0; s < strips; i += base + (s < taller), ++s) {
-        const int h = static_cast<int>(base + (s < taller));
-        for (std::int64_t kd = 0, t = 0; kd < k[0]; ++kd)
-          for (std::int64_t kh = 0; kh < k[1]; ++kh)
-            for (std::int64_t kw = 0; kw < k[2]; ++kw, ++t) {
-              const std::int64_t od = (flip ? k[0] - 1 - kd : kd) * g.dil[0], oh = (flip ? k[1] - 1 - kh : kh) * g.dil[1],
-                                 ow = (flip ? k[2] - 1 - kw : kw) * g.dil[2];
-              const T* b = eb + (od * x.ext[1] + oh) * x.ext[2] + ow + j0;
-              conv_tile<T>(ag + (t * m + i) * ch, ch, b, cs, static_cast<int>(ch), cr + i * pix + j0, pix, h, w);
-            }
-      }
+      for (std::int64_t s = 0, i = 0; s < strips; i += base + (s < taller), ++s)
+        conv_tile<T>(ag + i * ch, ch, eb + j0, cs, static_cast<int>(ch), cr + i * pix + j0, pix, static_cast<int>(base + (s < taller)),
+                     w, static_cast<int>(kvol), m * ch, taps);
     }
   }
 };
@@ -712,7 +713,7 @@ Tensor conv_direct(const char* op, ConvProduct product, const ConvGeometry& g, i
       const double work = static_cast<double>(c.numel()) * ch * g.kvol() / host_gemm_macs_per_element;
       with_grain(backend, work < 1e18 ? static_cast<std::int64_t>(work) : INT64_MAX, [&](const auto& on) {
         using Kernel = ConvDirectHostKernel<T, TeamMember<std::decay_t<decltype(on)>>>;
-        run(op, on, fixed_team_policy(on, static_cast<int>(league), 1, TeamScratch{}),
+        run(op, on, fixed_team_policy(on, static_cast<int>(league), 1, TeamScratch{1, sizeof(std::int64_t) * g.kvol()}),
             Kernel{pa, pe, pc, bias ? pbias : nullptr, m, ch, g, !forward, x});
       });
     }

@@ -114,22 +114,29 @@ struct HostGemmKernel {
   /// Packed, else a[r * lda + p]; b's rows lie ldb apart: a packed micro-panel (rows of NR) but for
   /// the direct convolution's rows read in place (conv.cpp); the first Cols columns are used. Rows
   /// is MR but for the convolutions' shorter strips, which split a few channels evenly rather than
-  /// pad the last strip to MR rows. No branches around the loop: with them GCC keeps fewer
-  /// accumulators in the 16 registers of AVX2 and spills the rest.
+  /// pad the last strip to MR rows. The direct convolution sums `parts` such products (its taps)
+  /// with the accumulators held in registers: part q's a from a + q * a_step, its b from b +
+  /// b_offsets[q]. No branches around the loop: with them GCC keeps fewer accumulators in the 16
+  /// registers of AVX2 and spills the rest.
   template <bool Packed, int Cols, int Rows = MR>
   KOKKOS_INLINE_FUNCTION static void micro_tile(const T* a, std::int64_t lda, const T* b, int kb, T* c,
-                                                std::int64_t ldc, std::int64_t ldb = NR) {
+                                                std::int64_t ldc, std::int64_t ldb = NR, int parts = 1,
+                                                std::int64_t a_step = 0, const std::int64_t* b_offsets = nullptr) {
     static_assert(Rows >= 1 && Rows <= MR, "a micro-tile holds at most MR rows");
     T acc[Rows * Cols];
     for (int r = 0; r < Rows; ++r)
       for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = c[r * ldc + j];
-    for (int p = 0; p < kb; ++p) {
-      const T* bp = b + p * ldb;
-      KTEN_UNROLL
-      for (int r = 0; r < Rows; ++r) {
-        const T av = Packed ? a[p * MR + r] : a[r * lda + p];
+    for (int q = 0; q < parts; ++q) {
+      const T* aq = a + q * a_step;
+      const T* bq = b_offsets ? b + b_offsets[q] : b;
+      for (int p = 0; p < kb; ++p) {
+        const T* bp = bq + p * ldb;
         KTEN_UNROLL
-        for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = host_fma(av, bp[j], acc[r * Cols + j]);
+        for (int r = 0; r < Rows; ++r) {
+          const T av = Packed ? aq[p * MR + r] : aq[r * lda + p];
+          KTEN_UNROLL
+          for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = host_fma(av, bp[j], acc[r * Cols + j]);
+        }
       }
     }
     for (int r = 0; r < Rows; ++r)
