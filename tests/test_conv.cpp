@@ -124,6 +124,18 @@ TEST_CASE("an infinite weight times the zero padding is NaN, forward and input g
       }
 }
 
+TEST_CASE("convolutions with no output or input channels give empty results and gradients", "[conv]") {
+  const Device d = test::device();
+  const Tensor x = ones({1, 8, 3, 32}, d);
+  CHECK(conv2d(x, ones({0, 8, 3, 3}, d), {}, {1}, {1}).shape() == Shape{1, 0, 3, 32});
+  CHECK(conv_transpose2d(x, ones({8, 0, 3, 3}, d), {}, {1}, {1}).shape() == Shape{1, 0, 3, 32});
+  const Tensor empty_x = zeros({1, 0, 3, 32}, d).requires_grad_();
+  const Tensor y = conv2d(empty_x, ones({8, 0, 3, 3}, d), {}, {1}, {1});
+  CHECK(y.to_vector<float>() == std::vector<float>(8 * 3 * 32, 0.0f));
+  sum(y).backward();
+  CHECK(empty_x.grad().shape() == Shape{1, 0, 3, 32});
+}
+
 TEST_CASE("convolution layers have PyTorch's parameters and initialisation, and name themselves in errors", "[conv]") {
   const Device d = test::device();
   nn::ConvOptions o;

@@ -556,7 +556,8 @@ struct ConvDirectHostKernel {
 
 /// \brief Whether cpu()'s direct convolution takes a product: stride 1 along w (grad_input: every
 /// axis), a row of C's pixels that fills at least three quarters of the `lanes`-wide vectors it
-/// spans, and at least 8 channels summed per tap (each tap reloads C's micro-tile from L1).
+/// spans, and at least 8 channels summed per tap (the micro-kernel's run of k steps before it
+/// moves to the next tap's rows).
 bool direct_applies(ConvProduct product, const ConvGeometry& g, std::int64_t lanes) {
   const bool forward = product == ConvProduct::forward;
   const std::int64_t width = forward ? g.out[2] : g.in[2], summed = forward ? g.cin_g : g.cout_g;
@@ -691,9 +692,10 @@ Tensor conv_direct(const char* op, ConvProduct product, const ConvGeometry& g, i
     x.ext[t] = (pixels[t] - 1) * g.stride[t] + span + 1;  // grad_input: stride 1
     x.src[t] = forward ? g.in[t] : g.out[t];
   }
-  x.tail = HostIsa::vector_bytes / 4;  // a vector of floats: the most an edge tile reads past a row
+  x.tail = HostIsa::vector_bytes / 4;  // an edge tile reads fewer than a vector's lanes past a row
   const std::int64_t m = forward ? g.cout_g : g.cin_g, ch = forward ? g.cin_g : g.cout_g;
   Tensor c = empty(c_shape, src.device(), src.dtype());
+  if (c.numel() == 0) return c;  // no batch, or no channels of C (m = 0: no strips to cut)
   const std::int64_t e_rows = checked_numel(Shape{g.batch, g.groups * ch, x.ext[0], x.ext[1]}, op);
   const auto e_size = checked_add(checked_numel(Shape{e_rows, x.ext[2]}, op), x.tail);
   if (!e_size) fail<ShapeError>(op, "the convolution's padded input has more elements than a tensor can hold");

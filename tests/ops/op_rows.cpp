@@ -135,7 +135,7 @@ ShapeGen conv_shapes(ConvCase c, int arity = 3) {
                          cout_g = o.small ? 1 : pick(rng, 1, 3);
             if (o.large) n = 2, cin_g = c.depthwise ? 1 : 4, cout_g = 4;
             std::int64_t extent = least + (o.small ? 0 : pick(rng, 0, 3)), last = extent + 1;
-            if (c.channels > 0 && !o.small) {  // rows that fill 3/4 of their vectors on any ISA (see direct_applies)
+            if (c.channels > 0 && !o.small) {  // rows 16, 27 or 40 long: most take cpu()'s direct path on any ISA (direct_applies)
               cin_g = cout_g = c.channels;
               extent = least + pick(rng, 0, 1);
               last = std::vector<std::int64_t>{16, 27, 40}[static_cast<std::size_t>(pick(rng, 0, 2))];
@@ -453,6 +453,10 @@ std::vector<Row> op_table() {
       conv_row("3x3x3 pad 1, 8 channels", {3, 3, 1, 1, 1, 1, 0, false, false, 8}),
       conv_row("3x3 pad 1, 9 channels", {2, 3, 1, 1, 1, 1, 0, true, false, 9}),
       conv_row("2x2x2 pad 0, 8 channels", {3, 2, 1, 0, 1, 1, 0, true, false, 8}),
+      conv_row("3x3 pad 3, 8 channels (the input gradient crops dY)", {2, 3, 1, 3, 1, 1, 0, false, false, 8}),
+      op("conv2d stride 2 along rows, 8 channels", conv_shapes({2, 3, 1, 1, 1, 1, 0, false, false, 8}),
+         KTEN(kten::conv2d(x[0], x[1], x[2], {2, 1}, {1})), TORCH(at::conv2d(x[0], x[1], x[2], {2, 1}, 1)))
+          .sums().specials_in({0}, kConvSpecials).covers("conv2d"),
       op("conv2d without bias", conv_shapes({2, 3, 1, 1}, 2), KTEN(kten::conv2d(x[0], x[1], {}, {1}, {1})),
          TORCH(at::conv2d(x[0], x[1], {}, 1, 1))).sums().specials_in({0}, kConvSpecials).covers("conv2d"),
       op("conv_transpose2d without bias", conv_shapes({2, 3, 2, 1, 1, 1, 1, true}, 2),
