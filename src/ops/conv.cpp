@@ -501,7 +501,8 @@ struct ExtendKernel {
 /// \brief cpu(), the forward at stride 1 along w and grad_input at stride 1: a direct convolution
 /// on E, read in place. One output row of C (m channels by one pixel row) is the sum over taps t
 /// of A_t (m x c: the weight of tap t) times c rows of E that lie a channel apart, from the tap's
-/// offset: the GEMM's micro-kernel with B's rows in place (ldb = E's channel stride). The im2col
+/// offset: the GEMM's micro-kernel with B's rows in place (ldb = E's channel stride), its
+/// accumulators held in registers across all the taps (micro_tile's parts). The im2col
 /// path re-packs each input element kvol times and feeds it to m fmas, which with few channels
 /// (m = 16: 16 fmas per packed element) makes the packing the bound; here each E element is
 /// loaded from L1 by the micro-kernel itself, and the kernel is compute-bound like the GEMM. The
