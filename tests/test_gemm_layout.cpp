@@ -1,5 +1,6 @@
 // The real GPU GEMM layouts (256 threads: 8 warps of 32 lanes for NVIDIA, 4 wavefronts of 64 for
-// AMD) run by 256 host threads with a stand-in team member, so their thread mapping, barriers,
+// AMD; the narrow ones for few rows 128) run by as many host threads with a stand-in team member,
+// so their thread mapping, barriers, the register prefetch of the next slice,
 // scratch alignment and edges are exercised exactly as a GPU block runs them. Host-only builds: in a CUDA build the kernel is
 // __host__ __device__ and may not call the stand-in's host-only barrier (nvcc rejects it).
 #include <algorithm>
@@ -66,9 +67,8 @@ struct StandInMember {
   const StandInScratch& team_scratch(int) const { return scratch; }
 };
 
-template <class T, detail::GpuVendor Vendor>
+template <class T, class Tile>
 void check_gpu_layout(std::int64_t m, std::int64_t n, std::int64_t k, bool transpose_a, bool transpose_b) {
-  using Tile = detail::GpuTiling<T, Vendor>;
   const Shape a_shape = transpose_a ? Shape{k, m} : Shape{m, k}, b_shape = transpose_b ? Shape{n, k} : Shape{k, n};
   auto A = uniform(a_shape, -1, 1, cpu(), 1, dtype_of<T>()), B = uniform(b_shape, -1, 1, cpu(), 2, dtype_of<T>());
   auto bias = uniform({n}, -1, 1, cpu(), 3, dtype_of<T>()), C = uniform({m, n}, -1, 1, cpu(), 4, dtype_of<T>());
@@ -101,9 +101,8 @@ void check_gpu_layout(std::int64_t m, std::int64_t n, std::int64_t k, bool trans
   require_allclose<T>(C, ref);
 }
 
-template <class T, detail::GpuVendor Vendor>
+template <class T, class Tile>
 void check_gpu_layout_covers_the_tile() {
-  using Tile = detail::GpuTiling<T, Vendor>;
   std::vector<int> owners(Tile::BM * Tile::BN, 0);
   for (int rank = 0; rank < Tile::threads; ++rank)
     for (int hr = 0; hr < 2; ++hr)
@@ -117,23 +116,28 @@ void check_gpu_layout_covers_the_tile() {
 }  // namespace kten::test
 
 namespace kten::test {
-template <class T, detail::GpuVendor Vendor>
+template <class T, class Tile>
 void check_gpu_layout_of() {
-  check_gpu_layout_covers_the_tile<T, Vendor>();
+  check_gpu_layout_covers_the_tile<T, Tile>();
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       CAPTURE(ta, tb);
-      check_gpu_layout<T, Vendor>(13, 11, 21, ta, tb);    // one partial tile
-      check_gpu_layout<T, Vendor>(130, 129, 9, ta, tb);   // tiles in both directions, partial k-slice
+      check_gpu_layout<T, Tile>(13, 11, 21, ta, tb);    // one partial tile
+      check_gpu_layout<T, Tile>(130, 129, 9, ta, tb);   // tiles in both directions, partial k-slice
+      check_gpu_layout<T, Tile>(33, 300, 40, ta, tb);   // several slices in flight, partial last
     }
-  check_gpu_layout<T, Vendor>(5, 70, 0, false, false);  // k = 0: bias + C
+  check_gpu_layout<T, Tile>(5, 70, 0, false, false);  // k = 0: bias + C
 }
 }  // namespace kten::test
 
-TEMPLATE_TEST_CASE("the real GPU GEMM layouts compute every element once, with 256 threads per team",
+TEMPLATE_TEST_CASE("the real GPU GEMM layouts compute every element once, with a block's threads per team",
                    "[internal][matmul]", float, double) {
+  using kten::detail::GpuNarrowTiling;
+  using kten::detail::GpuTiling;
   using kten::detail::GpuVendor;
-  SECTION("NVIDIA: 8 warps of 32 lanes") { kten::test::check_gpu_layout_of<TestType, GpuVendor::nvidia>(); }
-  SECTION("AMD: 4 wavefronts of 64 lanes") { kten::test::check_gpu_layout_of<TestType, GpuVendor::amd>(); }
+  using T = TestType;
+  SECTION("NVIDIA: 8 warps of 32 lanes") { kten::test::check_gpu_layout_of<T, GpuTiling<T, GpuVendor::nvidia>>(); }
+  SECTION("AMD: 4 wavefronts of 64 lanes") { kten::test::check_gpu_layout_of<T, GpuTiling<T, GpuVendor::amd>>(); }
+  SECTION("NVIDIA, narrow: 4 warps") { kten::test::check_gpu_layout_of<T, GpuNarrowTiling<T, GpuVendor::nvidia>>(); }
+  SECTION("AMD, narrow: 2 wavefronts") { kten::test::check_gpu_layout_of<T, GpuNarrowTiling<T, GpuVendor::amd>>(); }
 }
-

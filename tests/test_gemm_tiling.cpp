@@ -140,9 +140,8 @@ bool conflict_free_in_any_phase(ElementOf element_of, int elements) {
   return true;
 }
 
-template <class T, detail::GpuVendor Vendor>
+template <class T, class Tile>
 void check_bank_conflicts() {
-  using Tile = detail::GpuTiling<T, Vendor>;
   // Stores of the op(A) and op(B) slices, for both memory layouts of each operand, every iteration.
   for (bool contiguous : {true, false}) {
     CAPTURE(contiguous);
@@ -296,6 +295,14 @@ TEST_CASE("the bank-conflict model counts what the hardware serialises", "[inter
 TEMPLATE_TEST_CASE("the GPU GEMM layouts' shared-memory accesses are free of bank conflicts",
                    "[internal][matmul]", float, double) {
   using kten::detail::GpuVendor;
-  SECTION("NVIDIA: 8 warps of 32 lanes") { kten::test::check_bank_conflicts<TestType, GpuVendor::nvidia>(); }
-  SECTION("AMD: 4 wavefronts of 64 lanes") { kten::test::check_bank_conflicts<TestType, GpuVendor::amd>(); }
+  using kten::detail::GpuNarrowTiling;
+  using kten::detail::GpuTiling;
+  SECTION("NVIDIA: 8 warps of 32 lanes") { kten::test::check_bank_conflicts<TestType, GpuTiling<TestType, GpuVendor::nvidia>>(); }
+  SECTION("AMD: 4 wavefronts of 64 lanes") { kten::test::check_bank_conflicts<TestType, GpuTiling<TestType, GpuVendor::amd>>(); }
+  SECTION("NVIDIA, narrow: 4 warps side by side") {
+    kten::test::check_bank_conflicts<TestType, GpuNarrowTiling<TestType, GpuVendor::nvidia>>();
+  }
+  SECTION("AMD, narrow: 2 wavefronts side by side") {
+    kten::test::check_bank_conflicts<TestType, GpuNarrowTiling<TestType, GpuVendor::amd>>();
+  }
 }

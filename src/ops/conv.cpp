@@ -11,9 +11,11 @@
 // from (zero where the stride skips it), so the gradient is a gather, not a scatter with atomics.
 // The transposed convolutions are the same products with the roles swapped: conv_transpose's
 // forward is grad_input, its input gradient the forward, its weight gradient grad_weight.
-// On cpu(), the forward (stride 1 along w) and grad_input (stride 1) with enough channels and long
-// enough rows are direct convolutions instead: a sum over taps of GEMM micro-tiles that read a
-// zero-extended copy of the gathered tensor in place (ConvDirectHostKernel).
+// A GPU gathers from E, a zero-extended copy of the gathered tensor (dY spread out by the stride
+// for grad_input), so that an element of the implicit operand is E at its row's offset plus its
+// column's. On cpu(), the forward (stride 1 along w) and grad_input (stride 1) with enough
+// channels and long enough rows are direct convolutions instead: a sum over taps of GEMM
+// micro-tiles that read E in place (ConvDirectHostKernel); the rest packs straight from the tensor.
 // pad is a gather per output element, its gradient a gather per input element, axis by axis.
 #include <algorithm>
 #include <string>
@@ -52,8 +54,9 @@ enum class ConvProduct { forward, grad_input, grad_weight };
 /// row segment of the im2col operand at stride 1, the padding as two zero fills around a plain
 /// copy (a vector copy when both sides are contiguous).
 template <class T>
-void copy_run(T* d, std::int64_t ds, const T* row, std::int64_t rs, std::int64_t i0, std::int64_t n, std::int64_t count) {
-  const std::int64_t lo = std::min(std::max<std::int64_t>(-i0, 0), count), hi = std::max(lo, std::min(n - i0, count));
+KOKKOS_INLINE_FUNCTION void copy_run(T* d, std::int64_t ds, const T* row, std::int64_t rs, std::int64_t i0, std::int64_t n,
+                                     std::int64_t count) {
+  const std::int64_t lo = -i0 < 0 ? 0 : -i0 < count ? -i0 : count, end = n - i0 < count ? n - i0 : count, hi = end > lo ? end : lo;
   for (std::int64_t e = 0; e < lo; ++e) d[e * ds] = T(0);
   if (ds == 1 && rs == 1) {
     const T* r = row + i0;
@@ -146,16 +149,27 @@ struct ConvArgs {
     taps(kp, kd, kh, kw);
   }
 
-  /// \brief im2col(X)(tap kp, output pixel op) of one channel (x: its first element): the input
-  /// element that tap reads, zero in the padding.
-  KOKKOS_INLINE_FUNCTION T im2col(const T* x, std::int64_t kp, std::int64_t op) const {
-    std::int64_t kd, kh, kw, od, oh, ow;
-    tap(kp, kd, kh, kw);
-    out_pixels(op, od, oh, ow);
-    const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0], ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1],
-                       iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
-    const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
-    return inside ? x[id * ss[2] + ih * ss[3] + iw * ss[4]] : T(0);
+  /// \brief The GPU kernel's gather from E, the extended operand (conv_extension; ss are E's
+  /// strides): the offset of row q = channel * kvol + tap of the (channel, tap) side, the channel's
+  /// plus the tap's displacement (grad_input: the flipped tap's, (k - 1 - t) dil).
+  KOKKOS_INLINE_FUNCTION std::int64_t tap_offset(std::int64_t q) const {
+    const std::int64_t channel = by_kvol.div(q);
+    std::int64_t t[3];
+    taps(q - channel * by_kvol.divisor(), t[0], t[1], t[2]);
+    std::int64_t offset = channel * ss[1];
+    for (int a = 0; a < 3; ++a)
+      offset += (product == ConvProduct::grad_input ? g.k[a] - 1 - t[a] : t[a]) * g.dil[a] * ss[2 + a];
+    return offset;
+  }
+  /// \brief E's offset of a pixel of the pixel side: an output pixel times the stride (forward,
+  /// grad_weight), or an input pixel (grad_input: E holds dY spread out by the stride).
+  KOKKOS_INLINE_FUNCTION std::int64_t pixel_offset(std::int64_t pixel) const {
+    std::int64_t q[3];
+    const bool input = product == ConvProduct::grad_input;
+    (input ? in_pixels : out_pixels)(pixel, q[0], q[1], q[2]);
+    std::int64_t offset = 0;
+    for (int a = 0; a < 3; ++a) offset += q[a] * (input ? 1 : g.stride[a]) * ss[2 + a];
+    return offset;
   }
 
   /// \brief The output pixel index along one axis that tap t of input index i came from: (i + pad -
@@ -166,26 +180,6 @@ struct ConvArgs {
     if (q < 0 || q % g.stride[axis] != 0) return -1;
     const std::int64_t o = q / g.stride[axis];
     return o < g.out[axis] ? o : -1;
-  }
-
-  /// \brief col2im-gather(dY)(tap kp, input pixel ip) of one channel (y: its first element).
-  KOKKOS_INLINE_FUNCTION T col2im(const T* y, std::int64_t kp, std::int64_t ip) const {
-    std::int64_t kd, kh, kw, id, ih, iw;
-    tap(kp, kd, kh, kw);
-    in_pixels(ip, id, ih, iw);
-    const std::int64_t od = source(0, id, kd), oh = source(1, ih, kh), ow = source(2, iw, kw);
-    return od >= 0 && oh >= 0 && ow >= 0 ? y[od * ss[2] + oh * ss[3] + ow * ss[4]] : T(0);
-  }
-
-  /// \brief B(p, j) of a slab, one element (the GPU kernel's load).
-  KOKKOS_INLINE_FUNCTION T b(const ConvSlab<T>& sl, std::int64_t p, std::int64_t j) const {
-    const std::int64_t kvol = by_kvol.divisor();
-    if (product != ConvProduct::grad_weight) {
-      const std::int64_t channel = by_kvol.div(p), kp = p - channel * kvol;
-      return product == ConvProduct::forward ? im2col(sl.src + channel * ss[1], kp, j) : col2im(sl.src + channel * ss[1], kp, j);
-    }
-    const std::int64_t channel = by_kvol.div(j);
-    return im2col(sl.src + channel * ss[1], j - channel * kvol, sl.first + p);
   }
 
   /// \brief `count` consecutive elements of im2col(X) along output pixels from (od, oh, ow), for
@@ -465,36 +459,51 @@ struct ConvWeightHostKernel {
   }
 };
 
-/// \brief A direct convolution's zero-extended operand E (cpu()): per batch item and channel,
-/// E[e] = src[e - front] (d, h, w) where that lies inside src's extents `src`, else 0, over `ext`
-/// extents, then `tail` zeros: an edge tile's whole-vector loads run past a row's end into the
-/// next row (lanes it discards) and, after the last row, into the tail.
-struct DirectExtension {
-  std::int64_t front[3], ext[3], src[3], tail;
+/// \brief A convolution's zero-extended operand E (the GPU kernel's B, cpu()'s direct convolution):
+/// per batch item and channel, over `ext` extents, E[e] = src[(e - front) / step] (d, h, w) where
+/// that divides and lies inside src's extents `src`, else 0; then `tail` zeros. The forward and
+/// grad_weight extend X by the padding; grad_input spreads dY out by the stride (step) with a
+/// front of (k - 1) dil - pad, so that every tap reads E at a fixed displacement.
+struct ConvExtension {
+  std::int64_t front[3], ext[3], src[3], step[3], tail;
 };
 
-/// \brief cpu(): fills E, one row along w per index (zeros, or a copy_run of a source row):
-/// bandwidth-bound, one pass over the source against the kvol the im2col packing makes.
+/// \brief The source index along one axis of E's index e, or -1 for a zero.
+KOKKOS_INLINE_FUNCTION std::int64_t extension_source(const ConvExtension& x, int axis, std::int64_t e) {
+  const std::int64_t q = e - x.front[axis], step = x.step[axis];
+  if (q < 0) return -1;
+  if (step == 1) return q < x.src[axis] ? q : -1;  // no 64-bit division
+  return q % step == 0 && q / step < x.src[axis] ? q / step : -1;
+}
+
+/// \brief Fills E, `span` elements of one row along w per index: a whole row on the host (one
+/// pass over the source, rows mapped once each), one element on a GPU (adjacent threads, adjacent
+/// elements). Bandwidth-bound, against the kvol times each element is then read.
 template <class T>
 struct ExtendKernel {
   const T* src;
   std::int64_t ss[5];
   T* e;
-  DirectExtension x;
-  std::int64_t channels;
-  std::int64_t rows;
-  void operator()(std::int64_t r) const {  // r = ((n * channels + c) * ext[0] + ed) * ext[1] + eh
-    const std::int64_t eh = r % x.ext[1], ed = r / x.ext[1] % x.ext[0], nc = r / (x.ext[0] * x.ext[1]);
-    const std::int64_t sd = ed - x.front[0], sh = eh - x.front[1];
-    T* d = e + r * x.ext[2];
-    if (r == rows - 1)
-      for (std::int64_t j = 0; j < x.tail; ++j) d[x.ext[2] + j] = T(0);
-    if (sd < 0 || sd >= x.src[0] || sh < 0 || sh >= x.src[1]) {
-      for (std::int64_t j = 0; j < x.ext[2]; ++j) d[j] = T(0);
+  ConvExtension x;
+  std::int64_t channels, span, count;  // count: the indices
+  FastDiv by_w, by_h, by_d, by_c;      // E's index into (n, c, d, h, w)
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t index) const {
+    const std::int64_t first = index * span, row = by_w.div(first), ew = first - row * x.ext[2];
+    const std::int64_t dh = by_h.div(row), nc = by_d.div(dh), n = by_c.div(nc);
+    const std::int64_t sh = extension_source(x, 1, row - dh * x.ext[1]), sd = extension_source(x, 0, dh - nc * x.ext[0]);
+    T* d = e + first;
+    if (index == count - 1)
+      for (std::int64_t j = 0; j < x.tail; ++j) d[span + j] = T(0);
+    if (sd < 0 || sh < 0) {
+      for (std::int64_t j = 0; j < span; ++j) d[j] = T(0);
       return;
     }
-    const T* row = src + nc / channels * ss[0] + nc % channels * ss[1] + sd * ss[2] + sh * ss[3];
-    copy_run(d, 1, row, ss[4], -x.front[2], x.src[2], x.ext[2]);
+    const T* r = src + n * ss[0] + (nc - n * channels) * ss[1] + sd * ss[2] + sh * ss[3];
+    if (x.step[2] == 1) return copy_run(d, 1, r, ss[4], ew - x.front[2], x.src[2], span);
+    for (std::int64_t j = 0; j < span; ++j) {
+      const std::int64_t sw = extension_source(x, 2, ew + j);
+      d[j] = sw < 0 ? T(0) : r[sw * ss[4]];
+    }
   }
 };
 
@@ -519,7 +528,7 @@ struct ConvDirectHostKernel {
   std::int64_t m, ch;
   ConvGeometry g;
   bool flip;  // grad_input: C's pixels are the input's, and tap t reads E at (k - 1 - t) dil, stride 1
-  DirectExtension x;
+  ConvExtension x;
 
   void operator()(const Member& team) const {
     const std::int64_t* cext = flip ? g.in : g.out;
@@ -573,11 +582,30 @@ bool direct_on(ConvProduct product, const ConvGeometry& g, const Tensor& src) {
          direct_applies(product, g, HostIsa::vector_bytes / static_cast<std::int64_t>(dtype_size(src.dtype())));
 }
 
+/// \brief One slab's B operand on a GPU, read from E (team_gemm_tile's gather): rows (channel,
+/// tap) and columns pixels, or for grad_weight rows pixels (from the slab's first) and columns
+/// (channel, tap). E is zero-extended (conv_extension), so an element is E at the row's offset
+/// plus the column's, with no bounds to check.
+template <class T>
+struct ConvGather {
+  const ConvArgs<T>& args;
+  const T* e;  // the slab's first element of E
+  std::int64_t first;
+  KOKKOS_INLINE_FUNCTION std::int64_t row(std::int64_t p) const {
+    return args.product == ConvProduct::grad_weight ? args.pixel_offset(first + p) : args.tap_offset(p);
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t col(std::int64_t j) const {
+    return args.product == ConvProduct::grad_weight ? args.tap_offset(j) : args.pixel_offset(j);
+  }
+  KOKKOS_INLINE_FUNCTION T at(std::int64_t offset) const { return e[offset]; }
+};
+
 /// \brief GPUs (real and emulated): the GEMM's SIMT tile (team_gemm_tile, gemm_kernel.hpp), one
-/// team per BM x BN tile of one slab's C, its B slices gathered element by element from the
-/// tensor into shared memory (adjacent threads, adjacent pixels: coalesced along w for stride 1).
-/// Compute-bound like the GEMM for channel counts that fill the tile; the gather's index
-/// arithmetic is per loaded element, shared by the BM (or BN) fmas each one feeds.
+/// team per BM x BN tile of one slab's C, its B slices gathered from E (adjacent threads, adjacent
+/// pixels: coalesced along w for stride 1). Compute-bound like the GEMM: a gathered element costs
+/// a shared-memory lookup of its row's and column's offsets (found once per slice and per tile)
+/// and one addition, against the BM fmas it feeds; a tile of few rows (GpuNarrowTiling) where C
+/// has few channels, so that the fmas are not spent on padding.
 template <class T, class Tile, class Member>
 struct ConvTeamKernel {
   ConvArgs<T> args;
@@ -585,11 +613,10 @@ struct ConvTeamKernel {
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const std::int64_t tiles = tiles_m * tiles_n, tile = team.league_rank() % tiles;
     const ConvSlab<T> sl = args.slab(team.league_rank() / tiles);
-    const ConvArgs<T>& a = args;
     team_gemm_tile<T, Tile>(
         team, tile / tiles_n * Tile::BM, tile % tiles_n * Tile::BN, sl.m, sl.n, sl.k, true,
         args.product != ConvProduct::grad_weight, [&](std::int64_t i, std::int64_t p) { return sl.a[i * sl.lda + p]; },
-        [&](std::int64_t p, std::int64_t j) { return a.b(sl, p, j); },
+        ConvGather<T>{args, sl.src, sl.first},
         [&](std::int64_t i, std::int64_t j, T v) { sl.c[i * sl.ldc + j] = v + (sl.bias ? sl.bias[i] : T(0)); });
   }
 };
@@ -601,6 +628,11 @@ ConvSlab<T> largest_slab(const ConvArgs<T>& args) {
   if (args.product == ConvProduct::grad_weight)
     s.k = (args.g.out[0] * args.g.out[1] + args.pieces - 1) / args.pieces * args.g.out[2];
   return s;
+}
+
+/// \brief The padded area of an m x n product cut into bm x bn tiles.
+constexpr double tiled_area(std::int64_t m, std::int64_t n, int bm, int bn) {
+  return static_cast<double>((m + bm - 1) / bm * bm) * static_cast<double>((n + bn - 1) / bn * bn);
 }
 
 template <class Tile, class Backend, class T>
@@ -641,7 +673,14 @@ void run_conv(const char* op, const Backend& backend, const ConvArgs<T>& args) {
     if (backend.space.concurrency() >= 2) launch_conv_team<EmulatedTiling<T, 2>>(op, backend, args, s);
     else launch_conv_team<EmulatedTiling<T, 1>>(op, backend, args, s);
   } else {
-    launch_conv_team<GpuTiling<T>>(op, backend, args, s);
+    // The tile that pads C the least: the narrow one for few channels (32 of them fill a quarter of
+    // the 128 x 128 float tile), the GEMM's when they tie (fewer tiles gather each element).
+    using Wide = GpuTiling<T>;
+    using Narrow = GpuNarrowTiling<T>;
+    if (tiled_area(s.m, s.n, Narrow::BM, Narrow::BN) < tiled_area(s.m, s.n, Wide::BM, Wide::BN))
+      launch_conv_team<Narrow>(op, backend, args, s);
+    else
+      launch_conv_team<Wide>(op, backend, args, s);
   }
 }
 
@@ -663,19 +702,65 @@ Shape conv_shape(std::int64_t batch, std::int64_t channels, const std::int64_t* 
   return s;
 }
 
+/// \brief E for `channels` channels per batch item of `src` (any strided view of `dims` spatial
+/// axes), as `x` extends it.
+Tensor conv_extension(const char* op, const Tensor& src, int dims, std::int64_t batch, std::int64_t channels,
+                      const ConvExtension& x) {
+  const std::int64_t rows = checked_numel(Shape{batch, channels, x.ext[0], x.ext[1]}, op);
+  const auto size = checked_add(checked_numel(Shape{rows, x.ext[2]}, op), x.tail);
+  if (!size) fail<ShapeError>(op, "the convolution's padded operand has more elements than a tensor can hold");
+  const Tensor e = empty({*size}, src.device(), src.dtype());
+  if (rows * x.ext[2] == 0) return e;
+  launch_views(op, [&](const auto& backend, auto* psrc, auto* pe) {
+    using T = std::remove_pointer_t<decltype(pe)>;
+    const std::int64_t span = std::decay_t<decltype(backend)>::is_host ? x.ext[2] : 1, count = rows * x.ext[2] / span;
+    ExtendKernel<T> kernel{psrc, {}, pe, x, channels, span, count, FastDiv(x.ext[2], rows * x.ext[2]),
+                           FastDiv(x.ext[1], rows), FastDiv(x.ext[0], rows / x.ext[1]), FastDiv(channels, batch * channels)};
+    strides_3d(src, dims, kernel.ss);
+    for_each_index(op, backend, count, kernel, e.numel());
+  }, src, e);
+  return e;
+}
+
+/// \brief How `product` extends the operand it gathers into E (ConvExtension), `tail` zeros after.
+ConvExtension extension_of(ConvProduct product, const ConvGeometry& g, std::int64_t tail) {
+  const bool input = product == ConvProduct::grad_input;
+  ConvExtension x{};
+  for (int t = 0; t < 3; ++t) {
+    const std::int64_t span = (g.k[t] - 1) * g.dil[t];
+    x.front[t] = input ? span - g.pad[t] : g.pad[t];
+    x.step[t] = input ? g.stride[t] : 1;
+    x.src[t] = input ? g.out[t] : g.in[t];
+    x.ext[t] = (input ? g.in[t] - 1 : (g.out[t] - 1) * g.stride[t]) + span + 1;  // the last pixel's last tap
+  }
+  x.tail = tail;
+  return x;
+}
+
 /// \brief One product: C = A * gathered `src`, with a bias per channel of C (or none). `a` is
-/// contiguous (the weight, its per-group transpose, or dY); `src` may be any strided view.
+/// contiguous (the weight, its per-group transpose, or dY); `src` may be any strided view. cpu()
+/// packs B straight from `src`; a GPU gathers it from E (ConvGather), a zero-extended copy.
 Tensor conv_product(const char* op, ConvProduct product, const ConvGeometry& g, int dims, const Tensor& a,
                     const Tensor& src, const Tensor* bias, std::int64_t pieces, const Shape& c_shape) {
   Tensor c = empty(c_shape, src.device(), src.dtype());
   const Tensor bias_c = bias ? bias->contiguous() : c;
-  launch_views(op, [&](const auto& backend, auto* pa, auto* psrc, auto* pc, auto* pbias) {
+  const bool extended = !src.device().is_cpu();
+  const std::int64_t channels = g.groups * (product == ConvProduct::grad_input ? g.cout_g : g.cin_g);
+  const ConvExtension x = extension_of(product, g, 0);
+  const Tensor b = extended ? conv_extension(op, src, dims, g.batch, channels, x) : src;
+  launch_views(op, [&](const auto& backend, auto* pa, auto* pb, auto* pc, auto* pbias) {
     using T = std::remove_pointer_t<decltype(pc)>;
-    ConvArgs<T> args{g, product, pa, psrc, {}, pc, bias ? pbias : nullptr, pieces, {}, {}, {}, {}};
-    strides_3d(src, dims, args.ss);
+    ConvArgs<T> args{g, product, pa, pb, {}, pc, bias ? pbias : nullptr, pieces, {}, {}, {}, {}};
+    if (extended) {
+      const std::int64_t plane = x.ext[1] * x.ext[2], volume = x.ext[0] * plane;  // E is contiguous
+      const std::int64_t e_strides[5] = {channels * volume, volume, plane, x.ext[2], 1};
+      std::copy(e_strides, e_strides + 5, args.ss);
+    } else {
+      strides_3d(src, dims, args.ss);
+    }
     args.prepare_divisions();
     run_conv(op, backend, args);
-  }, a, src, c, bias_c);
+  }, a, b, c, bias_c);
   return c;
 }
 
@@ -686,31 +771,20 @@ Tensor conv_direct(const char* op, ConvProduct product, const ConvGeometry& g, i
                    const Tensor* bias, const Shape& c_shape) {
   const bool forward = product == ConvProduct::forward;
   const std::int64_t* pixels = forward ? g.out : g.in;  // C's
-  DirectExtension x{};
-  for (int t = 0; t < 3; ++t) {
-    const std::int64_t span = (g.k[t] - 1) * g.dil[t];
-    x.front[t] = forward ? g.pad[t] : span - g.pad[t];
-    x.ext[t] = (pixels[t] - 1) * g.stride[t] + span + 1;  // grad_input: stride 1
-    x.src[t] = forward ? g.in[t] : g.out[t];
-  }
-  x.tail = HostIsa::vector_bytes / 4;  // an edge tile reads fewer than a vector's lanes past a row
+  // grad_input at stride 1 (direct_applies): step 1. An edge tile reads fewer than a vector's
+  // lanes past a row: the tail.
+  const ConvExtension x = extension_of(product, g, HostIsa::vector_bytes / 4);
   const std::int64_t m = forward ? g.cout_g : g.cin_g, ch = forward ? g.cin_g : g.cout_g;
   Tensor c = empty(c_shape, src.device(), src.dtype());
   if (c.numel() == 0) return c;  // no batch, or no channels of C (m = 0: no strips to cut)
-  const std::int64_t e_rows = checked_numel(Shape{g.batch, g.groups * ch, x.ext[0], x.ext[1]}, op);
-  const auto e_size = checked_add(checked_numel(Shape{e_rows, x.ext[2]}, op), x.tail);
-  if (!e_size) fail<ShapeError>(op, "the convolution's padded input has more elements than a tensor can hold");
-  const Tensor e = empty({*e_size}, src.device(), src.dtype());
+  const Tensor e = conv_extension(op, src, dims, g.batch, g.groups * ch, x);
   const Tensor bias_c = bias ? bias->contiguous() : c;
-  launch_views(op, [&](const auto& backend, auto* pa, auto* psrc, auto* pe, auto* pc, auto* pbias) {
+  launch_views(op, [&](const auto& backend, auto* pa, auto* pe, auto* pc, auto* pbias) {
     using T = std::remove_pointer_t<decltype(pc)>;
     using Backend = std::decay_t<decltype(backend)>;
     if constexpr (!Backend::is_host) {
       fail<Error>(op, "the direct convolution runs on cpu() only");
     } else {
-      ExtendKernel<T> extend{psrc, {}, pe, x, g.groups * ch, e_rows};
-      strides_3d(src, dims, extend.ss);
-      for_each_index(op, backend, e_rows, extend, e.numel());
       const std::int64_t league = g.batch * g.groups * pixels[0] * pixels[1];
       if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more rows than one launch can hold");
       const double work = static_cast<double>(c.numel()) * ch * g.kvol() / host_gemm_macs_per_element;
@@ -720,7 +794,7 @@ Tensor conv_direct(const char* op, ConvProduct product, const ConvGeometry& g, i
             Kernel{pa, pe, pc, bias ? pbias : nullptr, m, ch, g, !forward, x});
       });
     }
-  }, a, src, e, c, bias_c);
+  }, a, e, c, bias_c);
   return c;
 }
 

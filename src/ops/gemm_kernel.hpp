@@ -249,7 +249,11 @@ struct TeamTiling {
   static constexpr int WM = LanesM * TM, WN = LanesN * TN;  // warp tile
   static constexpr int BM = WarpsM * WM, BN = WarpsN * WN, BK = 8;
   static constexpr int lda = BM + V, ldb = BN + V;  // padded scratch rows (elements)
-  static constexpr std::size_t scratch_bytes = sizeof(T) * BK * (lda + ldb) + 2 * 16;  // + alignment slack
+  static constexpr int a_loads = BM * BK / threads, b_loads = BK * BN / threads;  // per thread and slice
+  static_assert(a_loads * threads == BM * BK && b_loads * threads == BK * BN, "every thread loads as many elements");
+  /// \brief The two slices, then op(B)'s offsets: BN columns, and the rows of two slices.
+  static constexpr std::size_t scratch_bytes =
+      sizeof(T) * BK * (lda + ldb) + sizeof(std::int64_t) * (BN + 2 * BK) + 4 * 16;  // + alignment slack
 
   /// \brief A V-element vector: every scratch access is one aligned 128-bit load or part of it.
   struct alignas(16) Vec {
@@ -291,7 +295,9 @@ template <GpuVendor>
 struct GpuKernelShape;
 
 /// \brief NVIDIA (CUDA): warps of 32 lanes. GEMM: 8 warps of 4 x 8 lanes, 4 x 2 warps; 128 x 128
-/// float or 64 x 64 double tiles, 8x8 (float) or 4x4 (double) per thread. gemv: a warp per row.
+/// float or 64 x 64 double tiles, 8x8 (float) or 4x4 (double) per thread. The narrow tile (the
+/// convolutions' few channels): 4 warps of 4 x 8 lanes side by side, 32 x 256 float or 16 x 128
+/// double, the same micro-tile per thread. gemv: a warp per row.
 /// No launch bounds: nvcc already allows 255 registers a thread, and with a bound of 256 threads
 /// ptxas spends more of them (sm_80, CUDA 11.8: the float64 GEMM 92 -> 195 registers, float32
 /// 115 -> 122, float64 gemv 28 -> 36): one 256-thread float64 GEMM block per SM instead of two.
@@ -302,12 +308,15 @@ struct GpuKernelShape<GpuVendor::nvidia> {
   static constexpr int launch_bound = 0;
   template <class T>
   using Tiling = TeamTiling<T, 4, 8, 4, 2>;
+  template <class T>
+  using NarrowTiling = TeamTiling<T, 4, 8, 1, 4>;
   static constexpr int gemv_lanes = 32;
 };
 
 /// \brief AMD (HIP; CDNA's 64-lane wavefronts, which Kokkos' HIP backend assumes). GEMM: 4
 /// wavefronts of 8 x 8 lanes, 2 x 2 of them: the same 128 x 128 float / 64 x 64 double tiles and
-/// micro-tiles as on NVIDIA. gemv: a wavefront per row. Launch bounds of the real block: Kokkos
+/// micro-tiles as on NVIDIA; the narrow tile 2 wavefronts side by side, 64 x 128 float or 32 x 64
+/// double. gemv: a wavefront per row. Launch bounds of the real block: Kokkos
 /// 3.4 otherwise compiles for 1024-thread blocks, 128 VGPRs a lane, and the float64 GEMM spills
 /// (gfx90a, ROCm 5.2: 119 VGPRs spilled, 464 bytes of scratch a lane; bounded: 240 VGPRs, none).
 template <>
@@ -316,12 +325,18 @@ struct GpuKernelShape<GpuVendor::amd> {
   static constexpr int launch_bound = gpu_block_threads;
   template <class T>
   using Tiling = TeamTiling<T, 8, 8, 2, 2>;
+  template <class T>
+  using NarrowTiling = TeamTiling<T, 8, 8, 1, 2>;
   static constexpr int gemv_lanes = 64;
 };
 
 /// \brief The layout real GPUs of `Vendor` run.
 template <class T, GpuVendor Vendor = this_gpu_vendor>
 using GpuTiling = typename GpuKernelShape<Vendor>::template Tiling<T>;
+/// \brief The layout for products of few rows (a convolution's channels): a quarter or half of
+/// GpuTiling's rows, more columns, half its threads.
+template <class T, GpuVendor Vendor = this_gpu_vendor>
+using GpuNarrowTiling = typename GpuKernelShape<Vendor>::template NarrowTiling<T>;
 /// \brief The same kernel on an emulated GPU: a team of as many host threads as `Threads` (1 or 2).
 template <class T, int Threads>
 using EmulatedTiling = TeamTiling<T, 1, Threads, 1, 1>;
@@ -337,9 +352,16 @@ constexpr bool check_gpu_kernel_shape() {
   static_assert(GpuTiling<float, Vendor>::warp_size == Shape::warp_size &&
                     GpuTiling<double, Vendor>::warp_size == Shape::warp_size,
                 "a GEMM warp tile is one hardware warp (wavefront)");
-  static_assert(GpuTiling<float, Vendor>::lanes_n == 8 && GpuTiling<double, Vendor>::lanes_n == 8,
+  using Narrow = GpuNarrowTiling<float, Vendor>;
+  using NarrowDouble = GpuNarrowTiling<double, Vendor>;
+  static_assert(Narrow::warp_size == Shape::warp_size && NarrowDouble::warp_size == Shape::warp_size &&
+                    Narrow::threads <= gpu_block_threads && NarrowDouble::threads <= gpu_block_threads,
+                "a narrow warp tile is one hardware warp, its team at most a block");
+  static_assert(GpuTiling<float, Vendor>::lanes_n == 8 && GpuTiling<double, Vendor>::lanes_n == 8 && Narrow::lanes_n == 8 &&
+                    NarrowDouble::lanes_n == 8,
                 "8 lanes along n: one 128-bit shared-memory phase reads 32 consecutive words of B");
-  static_assert(GpuTiling<float, Vendor>::scratch_bytes <= 48 * 1024 && GpuTiling<double, Vendor>::scratch_bytes <= 48 * 1024,
+  static_assert(GpuTiling<float, Vendor>::scratch_bytes <= 48 * 1024 && GpuTiling<double, Vendor>::scratch_bytes <= 48 * 1024 &&
+                    Narrow::scratch_bytes <= 48 * 1024 && NarrowDouble::scratch_bytes <= 48 * 1024,
                 "scratch must fit the 48 KiB of shared memory every CUDA GPU gives a block without opt-in "
                 "(AMD's LDS: 64 KiB)");
   static_assert(Shape::gemv_lanes == Shape::warp_size && gpu_block_threads % Shape::gemv_lanes == 0,
@@ -352,52 +374,129 @@ static_assert(check_gpu_kernel_shape<GpuVendor::nvidia>() && check_gpu_kernel_sh
 static_assert(GpuKernelShape<this_gpu_vendor>::warp_size == this_gpu_warp_size,
               "the shapes' warp is the hardware's (Kokkos' wavefront width on AMD)");
 
+/// \brief op(B) as a team tile reads it: element (p, j) is at(row(p) + col(j)). The team finds the
+/// offsets of a slice's BK rows once per slice and of its BN columns once per tile (shared
+/// tables), so a loaded element costs one addition however its index decomposes (a convolution's
+/// rows are (channel, tap), its columns pixels: several divisions each). A strided matrix here.
+template <class T>
+struct StridedOperand {
+  const T* data;
+  std::int64_t row_stride, col_stride;
+  KOKKOS_INLINE_FUNCTION std::int64_t row(std::int64_t p) const { return p * row_stride; }
+  KOKKOS_INLINE_FUNCTION std::int64_t col(std::int64_t j) const { return j * col_stride; }
+  KOKKOS_INLINE_FUNCTION T at(std::int64_t offset) const { return data[offset]; }
+};
+
 /// \brief One team's BM x BN tile of C = op(A) op(B) at (i0, j0), C being m x n with k-deep
-/// products: the team loads BK-deep slices through load_a(i, p) and load_b(p, j) (global indices,
-/// inside the product; zero is loaded past its edges), adjacent threads along whichever index
-/// `a_k_contiguous` / `b_n_contiguous` say is contiguous in memory, then each thread multiplies its
-/// micro-tile from registers; store(i, j, sum) writes each result inside C. The GEMM reads strided
-/// operands through it, the convolutions gather their implicit im2col operand (conv.cpp).
-template <class T, class Tile, class Member, class LoadA, class LoadB, class Store>
+/// products: the team loads BK-deep slices through load_a(i, p) (global indices) and b (a
+/// StridedOperand-like gather), zero past the product's edges, adjacent threads along whichever
+/// index `a_k_contiguous` / `b_n_contiguous` say is contiguous in memory, then each thread
+/// multiplies its micro-tile from registers; store(i, j, sum) writes each result inside C. Each
+/// thread loads the next slice into registers before it multiplies the current one, so the global
+/// loads' latency hides behind the fmas (with one slice in flight, a gathered operand waited on
+/// every load). The GEMM reads strided operands through it, the convolutions gather their implicit
+/// im2col operand (conv.cpp).
+template <class T, class Tile, class Member, class LoadA, class GatherB, class Store>
 KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, std::int64_t j0, std::int64_t m,
                                            std::int64_t n, std::int64_t k, bool a_k_contiguous, bool b_n_contiguous,
-                                           const LoadA& load_a, const LoadB& load_b, const Store& store) {
-  constexpr int V = Tile::V, BM = Tile::BM, BN = Tile::BN, BK = Tile::BK;
+                                           const LoadA& load_a, const GatherB& b, const Store& store) {
+  constexpr int V = Tile::V, BN = Tile::BN, BK = Tile::BK, threads = Tile::threads;
   using Vec = typename Tile::Vec;
   Vec* As = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::lda, 16));
   Vec* Bs = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16));
+  auto* cols = static_cast<std::int64_t*>(team.team_scratch(0).get_shmem_aligned(sizeof(std::int64_t) * BN, 16));
+  auto* rows = static_cast<std::int64_t*>(team.team_scratch(0).get_shmem_aligned(sizeof(std::int64_t) * 2 * BK, 16));
   const int rank = team.team_rank();
-  T acc[2 * V][2 * V] = {};
-  for (std::int64_t k0 = 0; k0 < k; k0 += BK) {
-    for (int e = rank; e < BM * BK; e += Tile::threads) {
+  for (int j = rank; j < BN; j += threads) cols[j] = j0 + j < n ? b.col(j0 + j) : 0;
+  // Slice s's row offsets in half s % 2 of `rows`: found before the barrier ahead of the slice's
+  // fetch; the other half is the one the fetch before it read.
+  const auto find_rows = [&](std::int64_t k0, std::int64_t* half) {
+    for (int p = rank; p < BK; p += threads) half[p] = k0 + p < k ? b.row(k0 + p) : 0;
+  };
+  // With adjacent threads along n, a thread's op(B) elements (b_element's order) form a grid: slot
+  // r * cols_per + c is row rows_first + r * rows_step of the slice, column cols_first + c *
+  // threads of the tile. Its few columns' offsets stay in registers for the whole tile, so an
+  // element costs an addition; along k, the column offsets come from the shared table.
+  constexpr int cols_per = BN >= threads ? BN / threads : 1, rows_per = Tile::b_loads / cols_per;
+  static_assert(BN % threads == 0 || threads % BN == 0, "op(B)'s slots along n form a grid");
+  const int rows_first = BN >= threads ? 0 : rank / BN, rows_step = BN >= threads ? 1 : threads / BN;
+  const int cols_first = BN >= threads ? rank : rank % BN;
+  T a_next[Tile::a_loads], b_next[Tile::b_loads];
+  std::int64_t col_offset[cols_per];
+  bool col_inside[cols_per];
+  const auto fetch = [&](std::int64_t k0, const std::int64_t* half) {
+    KTEN_UNROLL
+    for (int t = 0; t < Tile::a_loads; ++t) {
       int i, p;
-      Tile::a_element(e, a_k_contiguous, i, p);
-      const std::int64_t gi = i0 + i, gp = k0 + p;
+      Tile::a_element(rank + t * threads, a_k_contiguous, i, p);
+      a_next[t] = i0 + i < m && k0 + p < k ? load_a(i0 + i, k0 + p) : T(0);
+    }
+    if (b_n_contiguous) {
+      KTEN_UNROLL
+      for (int r = 0; r < rows_per; ++r) {
+        const int p = rows_first + r * rows_step;
+        const bool inside = k0 + p < k;
+        const std::int64_t row = half[p];
+        KTEN_UNROLL
+        for (int c = 0; c < cols_per; ++c)
+          b_next[r * cols_per + c] = inside && col_inside[c] ? b.at(row + col_offset[c]) : T(0);
+      }
+    } else {
+      KTEN_UNROLL
+      for (int t = 0; t < Tile::b_loads; ++t) {
+        int p, j;
+        Tile::b_element(rank + t * threads, false, p, j);
+        b_next[t] = k0 + p < k && j0 + j < n ? b.at(half[p] + cols[j]) : T(0);
+      }
+    }
+  };
+  const auto stash = [&] {
+    KTEN_UNROLL
+    for (int t = 0; t < Tile::a_loads; ++t) {
+      int i, p;
+      Tile::a_element(rank + t * threads, a_k_contiguous, i, p);
       const int o = Tile::a_offset(i, p);
-      As[o / V].v[o % V] = gi < m && gp < k ? load_a(gi, gp) : T(0);
+      As[o / V].v[o % V] = a_next[t];
     }
-    for (int e = rank; e < BK * BN; e += Tile::threads) {
+    KTEN_UNROLL
+    for (int t = 0; t < Tile::b_loads; ++t) {
       int p, j;
-      Tile::b_element(e, b_n_contiguous, p, j);
-      const std::int64_t gp = k0 + p, gj = j0 + j;
+      Tile::b_element(rank + t * threads, b_n_contiguous, p, j);
       const int o = Tile::b_offset(p, j);
-      Bs[o / V].v[o % V] = gp < k && gj < n ? load_b(gp, gj) : T(0);
+      Bs[o / V].v[o % V] = b_next[t];
     }
-    team.team_barrier();
+  };
+  find_rows(0, rows);
+  team.team_barrier();  // the column offsets and the first slice's rows
+  KTEN_UNROLL
+  for (int c = 0; c < cols_per; ++c) {
+    const int j = cols_first + c * threads;
+    col_inside[c] = j0 + j < n;
+    col_offset[c] = cols[j];
+  }
+  fetch(0, rows);
+  T acc[2 * V][2 * V] = {};
+  for (std::int64_t k0 = 0, s = 0; k0 < k; k0 += BK, ++s) {
+    std::int64_t* next_rows = rows + (s + 1) % 2 * BK;
+    const bool more = k0 + BK < k;
+    stash();
+    if (more) find_rows(k0 + BK, next_rows);
+    team.team_barrier();  // the slice is in scratch, the next one's rows found
+    if (more) fetch(k0 + BK, next_rows);  // in flight during the fmas below
     for (int p = 0; p < BK; ++p) {
-      Vec a[2], b[2];
+      Vec av[2], bv[2];
       for (int h = 0; h < 2; ++h) {
-        a[h] = As[Tile::a_offset(Tile::thread_row(rank, h), p) / V];
-        b[h] = Bs[Tile::b_offset(p, Tile::thread_col(rank, h)) / V];
+        av[h] = As[Tile::a_offset(Tile::thread_row(rank, h), p) / V];
+        bv[h] = Bs[Tile::b_offset(p, Tile::thread_col(rank, h)) / V];
       }
       KTEN_UNROLL
       for (int r = 0; r < 2 * V; ++r) {
         KTEN_UNROLL
         for (int c = 0; c < 2 * V; ++c)
-          acc[r][c] = compat::fma(a[r / V].v[r % V], b[c / V].v[c % V], acc[r][c]);
+          acc[r][c] = compat::fma(av[r / V].v[r % V], bv[c / V].v[c % V], acc[r][c]);
       }
     }
-    team.team_barrier();  // the next slice overwrites the scratch
+    team.team_barrier();  // the next stash overwrites the scratch
   }
   for (int r = 0; r < 2 * V; ++r) {
     const std::int64_t i = i0 + Tile::thread_row(rank, r / V) + r % V;
@@ -422,8 +521,7 @@ struct TeamGemmKernel {
     const std::int64_t i0 = (team.league_rank() / args.tiles_n) * Tile::BM, j0 = (team.league_rank() % args.tiles_n) * Tile::BN;
     team_gemm_tile<T, Tile>(
         team, i0, j0, s.m, s.n, s.k, s.a_col == 1, s.b_col == 1,
-        [&](std::int64_t i, std::int64_t p) { return A[i * s.a_row + p * s.a_col]; },
-        [&](std::int64_t p, std::int64_t j) { return B[p * s.b_row + j * s.b_col]; },
+        [&](std::int64_t i, std::int64_t p) { return A[i * s.a_row + p * s.a_col]; }, StridedOperand<T>{B, s.b_row, s.b_col},
         [&](std::int64_t i, std::int64_t j, T v) {
           if (bias) v += bias[j];
           if (accumulate) v += C[i * s.n + j];
