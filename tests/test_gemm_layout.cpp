@@ -67,7 +67,7 @@ struct StandInMember {
   const StandInScratch& team_scratch(int) const { return scratch; }
 };
 
-template <class T, class Tile>
+template <class T, class Tile, bool Prefetch>
 void check_gpu_layout(std::int64_t m, std::int64_t n, std::int64_t k, bool transpose_a, bool transpose_b) {
   const Shape a_shape = transpose_a ? Shape{k, m} : Shape{m, k}, b_shape = transpose_b ? Shape{n, k} : Shape{k, n};
   auto A = uniform(a_shape, -1, 1, cpu(), 1, dtype_of<T>()), B = uniform(b_shape, -1, 1, cpu(), 2, dtype_of<T>());
@@ -82,7 +82,7 @@ void check_gpu_layout(std::int64_t m, std::int64_t n, std::int64_t k, bool trans
       ref[i * n + j] = v;
     }
   const std::int64_t tiles_n = (n + Tile::BN - 1) / Tile::BN, tiles = ((m + Tile::BM - 1) / Tile::BM) * tiles_n;
-  const detail::TeamGemmKernel<T, Tile, StandInMember> kernel{
+  const detail::TeamGemmKernel<T, Tile, StandInMember, Prefetch> kernel{
       {static_cast<const T*>(A.data()), static_cast<const T*>(B.data()), static_cast<T*>(C.data()),
        static_cast<const T*>(bias.data()), true, s, tiles_n}};
   std::vector<char> shared(Tile::scratch_bytes + 8);
@@ -122,11 +122,12 @@ void check_gpu_layout_of() {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       CAPTURE(ta, tb);
-      check_gpu_layout<T, Tile>(13, 11, 21, ta, tb);    // one partial tile
-      check_gpu_layout<T, Tile>(130, 129, 9, ta, tb);   // tiles in both directions, partial k-slice
-      check_gpu_layout<T, Tile>(33, 300, 40, ta, tb);   // several slices in flight, partial last
+      check_gpu_layout<T, Tile, false>(13, 11, 21, ta, tb);   // one partial tile
+      check_gpu_layout<T, Tile, false>(130, 129, 9, ta, tb);  // tiles in both directions, partial k-slice
+      check_gpu_layout<T, Tile, true>(33, 300, 40, ta, tb);   // the next slice in flight, partial last
     }
-  check_gpu_layout<T, Tile>(5, 70, 0, false, false);  // k = 0: bias + C
+  check_gpu_layout<T, Tile, false>(5, 70, 0, false, false);  // k = 0: bias + C
+  check_gpu_layout<T, Tile, true>(5, 70, 0, false, false);
 }
 }  // namespace kten::test
 

@@ -93,11 +93,15 @@ BroadcastIndex strided_index(const char* op, const Shape& shape, const Shape& st
   }
   BroadcastIndex index;
   index.rank = rank;
+  std::int64_t numel = 1;  // the largest flat index divided, plus one
   for (int r = 0; r < rank; ++r) {
     index.extent[rank - 1 - r] = extent[r] == 0 ? 1 : extent[r];  // no kernel runs over 0 elements
     index.stride_a[rank - 1 - r] = sa[r];
     index.stride_b[rank - 1 - r] = sb[r];
+    const std::int64_t e = index.extent[rank - 1 - r];
+    numel = numel > INT64_MAX / e ? INT64_MAX : numel * e;  // (0, 2^40, 2^40): no elements, huge extents
   }
+  for (int d = 0; d < rank; ++d) index.by[d] = FastDiv(index.extent[d], numel);
   return index;
 }
 

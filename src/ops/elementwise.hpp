@@ -9,6 +9,7 @@
 #include <kten/tensor.hpp>
 
 #include "dispatch/dispatch.hpp"
+#include "fast_div.hpp"
 #include "vector_math.hpp"
 
 namespace kten::detail {
@@ -204,14 +205,17 @@ struct BroadcastIndex {
   std::int64_t extent[kMaxRank] = {};
   std::int64_t stride_a[kMaxRank] = {};
   std::int64_t stride_b[kMaxRank] = {};
+  /// \brief Division by each extent: a multiply-high, not a 64-bit division (dozens of
+  /// instructions on a GPU, which decodes every element's index: a gather ran at 0.14 of a copy).
+  FastDiv by[kMaxRank];
   /// \brief The offsets of flat index i in operand a and operand b.
   KOKKOS_INLINE_FUNCTION void offsets(std::int64_t i, std::int64_t& ia, std::int64_t& ib) const {
     std::int64_t rest = i;
     ia = 0;
     ib = 0;
     for (int d = rank - 1; d >= 0; --d) {
-      const std::int64_t c = rest % extent[d];
-      rest /= extent[d];
+      const std::int64_t q = by[d].div(rest), c = rest - q * extent[d];
+      rest = q;
       ia += c * stride_a[d];
       ib += c * stride_b[d];
     }
