@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include <catch2/catch_template_test_macros.hpp>
 
@@ -67,7 +68,15 @@ struct StandInMember {
   const StandInScratch& team_scratch(int) const { return scratch; }
 };
 
-template <class T, class Tile, bool Prefetch>
+/// A strided op(B) read the way the convolutions read their gathered one (tabled offsets, the next
+/// slice prefetched).
+template <class T>
+struct Gathered : detail::StridedOperand<T> {
+  static constexpr bool gathered = true;
+  Gathered(const T* data, std::int64_t row_stride, std::int64_t col_stride) : detail::StridedOperand<T>{data, row_stride, col_stride} {}
+};
+
+template <class T, class Tile, bool Gather>
 void check_gpu_layout(std::int64_t m, std::int64_t n, std::int64_t k, bool transpose_a, bool transpose_b) {
   const Shape a_shape = transpose_a ? Shape{k, m} : Shape{m, k}, b_shape = transpose_b ? Shape{n, k} : Shape{k, n};
   auto A = uniform(a_shape, -1, 1, cpu(), 1, dtype_of<T>()), B = uniform(b_shape, -1, 1, cpu(), 2, dtype_of<T>());
@@ -82,7 +91,7 @@ void check_gpu_layout(std::int64_t m, std::int64_t n, std::int64_t k, bool trans
       ref[i * n + j] = v;
     }
   const std::int64_t tiles_n = (n + Tile::BN - 1) / Tile::BN, tiles = ((m + Tile::BM - 1) / Tile::BM) * tiles_n;
-  const detail::TeamGemmKernel<T, Tile, StandInMember, Prefetch> kernel{
+  const detail::TeamGemmKernel<T, Tile, StandInMember, std::conditional_t<Gather, Gathered<T>, detail::StridedOperand<T>>> kernel{
       {static_cast<const T*>(A.data()), static_cast<const T*>(B.data()), static_cast<T*>(C.data()),
        static_cast<const T*>(bias.data()), true, s, tiles_n}};
   std::vector<char> shared(Tile::scratch_bytes + 8);

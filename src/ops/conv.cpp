@@ -588,6 +588,7 @@ bool direct_on(ConvProduct product, const ConvGeometry& g, const Tensor& src) {
 /// plus the column's, with no bounds to check.
 template <class T>
 struct ConvGather {
+  static constexpr bool gathered = true;
   const ConvArgs<T>& args;
   const T* e;  // the slab's first element of E
   std::int64_t first;
@@ -613,7 +614,7 @@ struct ConvTeamKernel {
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const std::int64_t tiles = tiles_m * tiles_n, tile = team.league_rank() % tiles;
     const ConvSlab<T> sl = args.slab(team.league_rank() / tiles);
-    team_gemm_tile<true, T, Tile>(
+    team_gemm_tile<T, Tile>(
         team, tile / tiles_n * Tile::BM, tile % tiles_n * Tile::BN, sl.m, sl.n, sl.k, true,
         args.product != ConvProduct::grad_weight, [&](std::int64_t i, std::int64_t p) { return sl.a[i * sl.lda + p]; },
         ConvGather<T>{args, sl.src, sl.first},

@@ -374,12 +374,18 @@ static_assert(check_gpu_kernel_shape<GpuVendor::nvidia>() && check_gpu_kernel_sh
 static_assert(GpuKernelShape<this_gpu_vendor>::warp_size == this_gpu_warp_size,
               "the shapes' warp is the hardware's (Kokkos' wavefront width on AMD)");
 
-/// \brief op(B) as a team tile reads it: element (p, j) is at(row(p) + col(j)). The team finds the
-/// offsets of a slice's BK rows once per slice and of its BN columns once per tile (shared
-/// tables), so a loaded element costs one addition however its index decomposes (a convolution's
-/// rows are (channel, tap), its columns pixels: several divisions each). A strided matrix here.
+/// \brief op(B) as a team tile reads it: element (p, j) is at(row(p) + col(j)). A strided matrix
+/// here: row and column offsets are a multiplication each, found per element (`gathered` false).
+/// A gathered operand (`gathered` true: a convolution's rows are (channel, tap), its columns
+/// pixels, several divisions each) has the team find the offsets of a slice's BK rows once per
+/// slice and of its BN columns once per tile (shared tables), so that an element costs one
+/// addition; the tile also loads its next slice into registers while it multiplies the current
+/// one. Those registers and tables cost the GEMM's float kernel its second block per SM (sm_70:
+/// 122 -> 168 registers; GPGPU-Sim's 512^3 on two SMs 2.68M -> 2.95M cycles, 3.12M with the tables
+/// alone), while the gathering kernels run one block per SM either way.
 template <class T>
 struct StridedOperand {
+  static constexpr bool gathered = false;
   const T* data;
   std::int64_t row_stride, col_stride;
   KOKKOS_INLINE_FUNCTION std::int64_t row(std::int64_t p) const { return p * row_stride; }
@@ -391,14 +397,11 @@ struct StridedOperand {
 /// products: the team loads BK-deep slices through load_a(i, p) (global indices) and b (a
 /// StridedOperand-like gather), zero past the product's edges, adjacent threads along whichever
 /// index `a_k_contiguous` / `b_n_contiguous` say is contiguous in memory, then each thread
-/// multiplies its micro-tile from registers; store(i, j, sum) writes each result inside C. With
-/// `Prefetch`, each thread loads the next slice into registers before it multiplies the current
-/// one, so the loads' latency hides behind the fmas: the convolutions, whose gather needs so many
-/// registers that one block per SM runs either way. The GEMM does not: the prefetch took its
-/// float kernel from 126 to 163 registers (sm_90), one 256-thread block per SM instead of two, and
-/// in GPGPU-Sim (V100 model, 512^3 on two SMs) from 2.68M to 2.95M cycles. The GEMM reads
-/// strided operands through it, the convolutions gather their implicit im2col operand (conv.cpp).
-template <bool Prefetch, class T, class Tile, class Member, class LoadA, class GatherB, class Store>
+/// multiplies its micro-tile from registers; store(i, j, sum) writes each result inside C. A
+/// gathered op(B) (StridedOperand's note) has its offsets tabled and its next slice prefetched into
+/// registers, so the loads' latency hides behind the fmas. The GEMM reads strided operands through
+/// it, the convolutions gather their implicit im2col operand (conv.cpp).
+template <class T, class Tile, class Member, class LoadA, class GatherB, class Store>
 KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, std::int64_t j0, std::int64_t m,
                                            std::int64_t n, std::int64_t k, bool a_k_contiguous, bool b_n_contiguous,
                                            const LoadA& load_a, const GatherB& b, const Store& store) {
@@ -408,12 +411,15 @@ KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, 
   Vec* Bs = static_cast<Vec*>(team.team_scratch(0).get_shmem_aligned(sizeof(T) * BK * Tile::ldb, 16));
   auto* cols = static_cast<std::int64_t*>(team.team_scratch(0).get_shmem_aligned(sizeof(std::int64_t) * BN, 16));
   auto* rows = static_cast<std::int64_t*>(team.team_scratch(0).get_shmem_aligned(sizeof(std::int64_t) * 2 * BK, 16));
+  constexpr bool gathered = GatherB::gathered;
   const int rank = team.team_rank();
-  for (int j = rank; j < BN; j += threads) cols[j] = j0 + j < n ? b.col(j0 + j) : 0;
+  if (gathered)
+    for (int j = rank; j < BN; j += threads) cols[j] = j0 + j < n ? b.col(j0 + j) : 0;
   // Slice s's row offsets in half s % 2 of `rows`: found before the barrier ahead of the slice's
   // fetch; the other half is the one the fetch before it read.
   const auto find_rows = [&](std::int64_t k0, std::int64_t* half) {
-    for (int p = rank; p < BK; p += threads) half[p] = k0 + p < k ? b.row(k0 + p) : 0;
+    if (gathered)
+      for (int p = rank; p < BK; p += threads) half[p] = k0 + p < k ? b.row(k0 + p) : 0;
   };
   // With adjacent threads along n, a thread's op(B) elements (b_element's order) form a grid: slot
   // r * cols_per + c is row rows_first + r * rows_step of the slice, column cols_first + c *
@@ -438,7 +444,7 @@ KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, 
       for (int r = 0; r < rows_per; ++r) {
         const int p = rows_first + r * rows_step;
         const bool inside = k0 + p < k;
-        const std::int64_t row = half[p];
+        const std::int64_t row = gathered ? half[p] : b.row(k0 + p);
         KTEN_UNROLL
         for (int c = 0; c < cols_per; ++c)
           b_next[r * cols_per + c] = inside && col_inside[c] ? b.at(row + col_offset[c]) : T(0);
@@ -448,7 +454,7 @@ KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, 
       for (int t = 0; t < Tile::b_loads; ++t) {
         int p, j;
         Tile::b_element(rank + t * threads, false, p, j);
-        b_next[t] = k0 + p < k && j0 + j < n ? b.at(half[p] + cols[j]) : T(0);
+        b_next[t] = k0 + p < k && j0 + j < n ? b.at(gathered ? half[p] + cols[j] : b.row(k0 + p) + b.col(j0 + j)) : T(0);
       }
     }
   };
@@ -474,18 +480,18 @@ KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, 
   for (int c = 0; c < cols_per; ++c) {
     const int j = cols_first + c * threads;
     col_inside[c] = j0 + j < n;
-    col_offset[c] = cols[j];
+    col_offset[c] = gathered ? cols[j] : b.col(j0 + j);
   }
-  if (Prefetch) fetch(0, rows);
+  if (gathered) fetch(0, rows);
   T acc[2 * V][2 * V] = {};
   for (std::int64_t k0 = 0, s = 0; k0 < k; k0 += BK, ++s) {
     std::int64_t* next_rows = rows + (s + 1) % 2 * BK;
     const bool more = k0 + BK < k;
-    if (!Prefetch) fetch(k0, rows + s % 2 * BK);
+    if (!gathered) fetch(k0, rows + s % 2 * BK);
     stash();
     if (more) find_rows(k0 + BK, next_rows);
     team.team_barrier();  // the slice is in scratch, the next one's rows found
-    if (Prefetch && more) fetch(k0 + BK, next_rows);  // in flight during the fmas below
+    if (gathered && more) fetch(k0 + BK, next_rows);  // in flight during the fmas below
     for (int p = 0; p < BK; ++p) {
       Vec av[2], bv[2];
       for (int h = 0; h < 2; ++h) {
@@ -511,9 +517,9 @@ KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, 
   }
 }
 
-/// \brief The GEMM on a GPU: one team per tile of C. `Prefetch` as team_gemm_tile's (the GEMM runs
-/// without; the layout tests run both ways).
-template <class T, class Tile, class Member, bool Prefetch = false>
+/// \brief The GEMM on a GPU: one team per tile of C, op(B) a StridedOperand (the layout tests also
+/// run it as a gathered operand, the convolutions' path).
+template <class T, class Tile, class Member, class BOperand = StridedOperand<T>>
 struct TeamGemmKernel {
   GemmArgs<T> args;
 
@@ -524,9 +530,9 @@ struct TeamGemmKernel {
     const bool accumulate = args.accumulate;
     const GemmShape& s = args.s;
     const std::int64_t i0 = (team.league_rank() / args.tiles_n) * Tile::BM, j0 = (team.league_rank() % args.tiles_n) * Tile::BN;
-    team_gemm_tile<Prefetch, T, Tile>(
+    team_gemm_tile<T, Tile>(
         team, i0, j0, s.m, s.n, s.k, s.a_col == 1, s.b_col == 1,
-        [&](std::int64_t i, std::int64_t p) { return A[i * s.a_row + p * s.a_col]; }, StridedOperand<T>{B, s.b_row, s.b_col},
+        [&](std::int64_t i, std::int64_t p) { return A[i * s.a_row + p * s.a_col]; }, BOperand{B, s.b_row, s.b_col},
         [&](std::int64_t i, std::int64_t j, T v) {
           if (bias) v += bias[j];
           if (accumulate) v += C[i * s.n + j];
