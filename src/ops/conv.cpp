@@ -631,9 +631,13 @@ ConvSlab<T> largest_slab(const ConvArgs<T>& args) {
   return s;
 }
 
-/// \brief The padded area of an m x n product cut into bm x bn tiles.
-constexpr double tiled_area(std::int64_t m, std::int64_t n, int bm, int bn) {
-  return static_cast<double>((m + bm - 1) / bm * bm) * static_cast<double>((n + bn - 1) / bn * bn);
+/// \brief Whether tiling `Narrow` pads an m x n product less than `Wide` (the padded area of C).
+template <class Narrow, class Wide>
+constexpr bool pads_less(std::int64_t m, std::int64_t n) {
+  const auto area = [&](std::int64_t bm, std::int64_t bn) {
+    return static_cast<double>((m + bm - 1) / bm * bm) * static_cast<double>((n + bn - 1) / bn * bn);
+  };
+  return area(Narrow::BM, Narrow::BN) < area(Wide::BM, Wide::BN);
 }
 
 template <class Tile, class Backend, class T>
@@ -676,12 +680,10 @@ void run_conv(const char* op, const Backend& backend, const ConvArgs<T>& args) {
   } else {
     // The tile that pads C the least: the narrow one for few channels (32 of them fill a quarter of
     // the 128 x 128 float tile), the GEMM's when they tie (fewer tiles gather each element).
-    using Wide = GpuTiling<T>;
-    using Narrow = GpuNarrowTiling<T>;
-    if (tiled_area(s.m, s.n, Narrow::BM, Narrow::BN) < tiled_area(s.m, s.n, Wide::BM, Wide::BN))
-      launch_conv_team<Narrow>(op, backend, args, s);
+    if (pads_less<GpuNarrowTiling<T>, GpuTiling<T>>(s.m, s.n))
+      launch_conv_team<GpuNarrowTiling<T>>(op, backend, args, s);
     else
-      launch_conv_team<Wide>(op, backend, args, s);
+      launch_conv_team<GpuTiling<T>>(op, backend, args, s);
   }
 }
 
