@@ -424,7 +424,8 @@ KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, 
   // With adjacent threads along n, a thread's op(B) elements (b_element's order) form a grid: slot
   // r * cols_per + c is row rows_first + r * rows_step of the slice, column cols_first + c *
   // threads of the tile. Its few columns' offsets stay in registers for the whole tile, so an
-  // element costs an addition; along k, the column offsets come from the shared table.
+  // element costs an addition. With adjacent threads along k (grad_weight, a transposed B) each
+  // element looks its column up (a gathered operand's table) or computes it.
   constexpr int cols_per = BN >= threads ? BN / threads : 1, rows_per = Tile::b_loads / cols_per;
   static_assert(BN % threads == 0 || threads % BN == 0, "op(B)'s slots along n form a grid");
   const int rows_first = BN >= threads ? 0 : rank / BN, rows_step = BN >= threads ? 1 : threads / BN;
