@@ -124,6 +124,35 @@ TEST_CASE("an infinite weight times the zero padding is NaN, forward and input g
       }
 }
 
+TEST_CASE("a non-finite dY times the zero padding is NaN in the weight gradient", "[conv]") {
+  // The taps of output pixel (0, 0) that read the padding add 0 * inf: NaN, as the whole sum and
+  // PyTorch give; the others add x * inf with x > 0. Rows of 32 over two chunks of rows (cpu()'s
+  // ConvWeightHostKernel), 3-D too.
+  const Device d = test::device();
+  for (const bool three_d : {false, true}) {
+    INFO((three_d ? "conv3d" : "conv2d"));
+    const std::int64_t c = 8, h = 20, w = 32, taps = three_d ? 27 : 9;
+    const Shape x_shape = three_d ? Shape{1, c, 2, h, w} : Shape{1, c, h, w};
+    const Tensor x = arange(c * h * w * (three_d ? 2 : 1), d).reshape(x_shape) * 0.001 + 1.0;
+    const Tensor weight = full(three_d ? Shape{c, c, 3, 3, 3} : Shape{c, c, 3, 3}, 0.01, d).requires_grad_();
+    const Tensor y = three_d ? conv3d(x, weight, {}, {1}, {1}) : conv2d(x, weight, {}, {1}, {1});
+    std::vector<float> dy(static_cast<std::size_t>(y.numel()), 1.0f);
+    dy[static_cast<std::size_t>(2 * y.numel() / c)] = INFINITY;  // output channel 2, pixel (0, 0(, 0))
+    y.backward(tensor(dy, y.shape(), d));
+    const std::vector<float> gw = weight.grad().to_vector<float>();
+    for (std::int64_t o = 0; o < c; ++o)
+      for (std::int64_t i = 0; i < c; ++i)
+        for (std::int64_t t = 0; t < taps; ++t) {
+          INFO("output channel " << o << ", input channel " << i << ", tap " << t);
+          const float v = gw[static_cast<std::size_t>((o * c + i) * taps + t)];
+          const bool padding = t % 3 == 0 || t / 3 % 3 == 0 || (three_d && t / 9 == 0);  // kw, kh or kd 0
+          if (o != 2) CHECK(std::isfinite(v));
+          else if (padding) CHECK(std::isnan(v));
+          else CHECK(v == INFINITY);
+        }
+  }
+}
+
 TEST_CASE("convolutions with no output or input channels give empty results and gradients", "[conv]") {
   const Device d = test::device();
   const Tensor x = ones({1, 8, 3, 32}, d);

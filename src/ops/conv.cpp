@@ -15,7 +15,8 @@
 // for grad_input), so that an element of the implicit operand is E at its row's offset plus its
 // column's. On cpu(), the forward (stride 1 along w) and grad_input (stride 1) with enough
 // channels and long enough rows are direct convolutions instead: a sum over taps of GEMM
-// micro-tiles that read E in place (ConvDirectHostKernel); the rest packs straight from the tensor.
+// micro-tiles that read E in place (ConvDirectHostKernel), and grad_weight at stride 1 along w
+// reads E in place too (ConvWeightHostKernel); the rest packs straight from the tensor.
 // pad is a gather per output element, its gradient a gather per input element, axis by axis.
 #include <algorithm>
 #include <string>
@@ -369,89 +370,75 @@ void conv_tile(const T* a, std::int64_t lda, const T* b, std::int64_t ldb, int k
   });
 }
 
-/// \brief cpu(), grad_weight at stride 1 along w on an input contiguous along w: no packing of
-/// the im2col operand at all. For one output row and one tap, the input the tap reads is, channel
-/// by channel, one contiguous run of x, and the channels lie ld = x's channel stride apart: the
-/// micro-kernel reads it in place as its A operand (rows: input channels), against dY^T of that
-/// row (columns: output channels), packed once per row and reused by every tap and every strip.
-/// One thread per slab (batch item, group, band of output rows) sums into kvol (C_in/g x C_out/g)
-/// products in scratch, written to the slab's partial dW at the end. Compute-bound: the runs are
-/// as long as an output row (C's tiles are loaded and stored once per run).
+/// \brief Whether cpu()'s grad_weight runs as ConvWeightHostKernel on E: stride 1 along w (E's rows
+/// then feed the micro-kernel in place) and products small enough for a thread's scratch (4 MiB of
+/// floats).
+bool weight_direct_applies(const ConvGeometry& g) {
+  return g.stride[2] == 1 && g.kvol() * g.cin_g * g.cout_g <= (std::int64_t(1) << 20);
+}
+
+/// \brief cpu(), grad_weight at stride 1 along w on E (X zero-extended by the padding, as the
+/// forward extends it): no packing of the im2col operand at all. For one output row and one tap,
+/// the input the tap reads is, channel by channel, one contiguous run of E, the channels ss[1]
+/// apart: the micro-kernel reads it in place as its A operand (rows: input channels), against dY^T
+/// of that row (columns: output channels), packed once per row and reused by every tap and strip.
+/// The rows of a chunk within one plane lie a fixed step apart in E, so one micro-kernel call sums
+/// the whole chunk (micro_tile's parts) and C's tile is loaded and stored once per chunk, not per
+/// row. One thread per slab (batch item, group, band of output rows) sums into kvol (C_in/g x
+/// C_out/g) products in scratch, written to the slab's partial dW at the end. Compute-bound like
+/// the GEMM; E's zeros make the padding's taps add 0 * dY, NaN where dY is not finite.
 template <class T, class Member>
 struct ConvWeightHostKernel {
   using Gemm = HostGemmKernel<T, Member>;
   static constexpr int MR = Gemm::MR, NR = Gemm::NR;
-  ConvArgs<T> args;
+  ConvArgs<T> args;  // src: E, ss its strides
 
-  /// \brief Whether it applies: stride 1 along w, x contiguous along w, products small enough for
-  /// a thread's scratch (4 MiB of floats).
-  static bool applies(const ConvArgs<T>& args) {
-    const ConvGeometry& g = args.g;
-    return args.product == ConvProduct::grad_weight && g.stride[2] == 1 && args.ss[4] == 1 &&
-           g.kvol() * g.cin_g * g.cout_g <= (std::int64_t(1) << 20);
-  }
   static std::int64_t panels(const ConvGeometry& g) { return (g.cout_g + NR - 1) / NR; }
+  /// \brief Output rows packed and summed per call: as many as fill about 256 KiB, at most 16.
+  static std::int64_t chunk_rows(const ConvGeometry& g) {
+    const std::int64_t row = std::max<std::int64_t>(1, panels(g) * NR * g.out[2]);
+    return std::clamp<std::int64_t>(std::int64_t(256 * 1024 / sizeof(T)) / row, 1, 16);
+  }
   static std::size_t scratch_bytes(const ConvGeometry& g) {
-    return sizeof(T) * static_cast<std::size_t>(g.kvol() * g.cin_g * g.cout_g + panels(g) * NR * g.out[2]) +
-           sizeof(std::int64_t) * static_cast<std::size_t>(2 * g.cout_g) + 3 * 64;
+    return sizeof(T) * static_cast<std::size_t>(g.kvol() * g.cin_g * g.cout_g + chunk_rows(g) * panels(g) * NR * g.out[2]) +
+           sizeof(std::int64_t) * static_cast<std::size_t>(chunk_rows(g)) + 3 * 64;
   }
 
   void operator()(const Member& team) const {
     const ConvGeometry& g = args.g;
     const ConvSlab<T> sl = args.slab(team.league_rank());
     const std::int64_t cin = g.cin_g, cout = g.cout_g, kvol = g.kvol(), ow_n = g.out[2], lda = args.ss[1];
+    const std::int64_t chunk = chunk_rows(g), panel_size = chunk * ow_n * NR, row_step = g.stride[1] * args.ss[3];
     T* Cs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * kvol * cin * cout, 64));
-    T* Bs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * panels(g) * NR * ow_n, 64));
-    // Per output channel, the first and last non-finite dY of the row (-1: none): the taps this
-    // kernel skips (the zero padding) add 0 * dY there, NaN, as the whole sum would.
-    std::int64_t* bad = static_cast<std::int64_t*>(team.team_scratch(1).get_shmem_aligned(sizeof(std::int64_t) * 2 * cout, 64));
+    T* Bs = static_cast<T*>(team.team_scratch(1).get_shmem_aligned(sizeof(T) * panels(g) * panel_size, 64));
+    std::int64_t* row_at = static_cast<std::int64_t*>(team.team_scratch(1).get_shmem_aligned(sizeof(std::int64_t) * chunk, 64));
+    for (std::int64_t q = 0; q < chunk; ++q) row_at[q] = q * ow_n * NR;  // a packed row within its panel
     for (std::int64_t e = 0; e < kvol * cin * cout; ++e) Cs[e] = T(0);
     const std::int64_t strips = (cin + MR - 1) / MR, base = strips > 0 ? cin / strips : 0, taller = strips > 0 ? cin % strips : 0;
-    for (std::int64_t row = sl.first / ow_n; row < (sl.first + sl.k) / ow_n; ++row) {
+    const std::int64_t end = (sl.first + sl.k) / ow_n;
+    for (std::int64_t row = sl.first / ow_n; row < end;) {
       const std::int64_t od = row / g.out[1], oh = row % g.out[1];
-      const T* dy = sl.a + (row * ow_n - sl.first);  // dY of output channel 0 at this row; channels out_pix apart
+      const std::int64_t rows = std::min({chunk, end - row, g.out[1] - oh});  // within one plane
       for (std::int64_t q = 0; q < panels(g); ++q)
-        for (int j = 0; j < NR; ++j) {
-          const std::int64_t co = q * NR + j;
-          T* b = Bs + q * NR * ow_n + j;
-          if (co < cout) copy_run(b, NR, dy + co * sl.lda, 1, 0, ow_n, ow_n);
-          else for (std::int64_t ow = 0; ow < ow_n; ++ow) b[ow * NR] = T(0);
-        }
-      for (std::int64_t co = 0; co < cout; ++co) {
-        bad[2 * co] = bad[2 * co + 1] = -1;
-        for (std::int64_t ow = 0; ow < ow_n; ++ow) {
-          const T v = dy[co * sl.lda + ow];
-          if (v - v == T(0)) continue;  // finite
-          if (bad[2 * co] < 0) bad[2 * co] = ow;
-          bad[2 * co + 1] = ow;
-        }
-      }
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (int j = 0; j < NR; ++j) {
+            const std::int64_t co = q * NR + j;
+            T* b = Bs + q * panel_size + r * ow_n * NR + j;
+            if (co < cout) copy_run(b, NR, sl.a + co * sl.lda + (row + r) * ow_n - sl.first, 1, 0, ow_n, ow_n);
+            else for (std::int64_t ow = 0; ow < ow_n; ++ow) b[ow * NR] = T(0);
+          }
+      const T* e_row = sl.src + od * g.stride[0] * args.ss[2] + oh * row_step;
       for (std::int64_t t = 0; t < kvol; ++t) {
         std::int64_t kd, kh, kw;
         args.tap(t, kd, kh, kw);
-        const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0], ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
-        const std::int64_t shift = kw * g.dil[2] - g.pad[2];  // iw = ow + shift
-        const std::int64_t lo = std::max<std::int64_t>(0, -shift), hi = std::min(ow_n, g.in[2] - shift);
-        const bool row_skipped = id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || hi <= lo;
-        for (std::int64_t co = 0; co < cout; ++co) {
-          const std::int64_t first = bad[2 * co], last = bad[2 * co + 1];
-          const std::int64_t at = first < 0 ? -1 : row_skipped || first < lo ? first : last >= hi ? last : -1;
-          if (at >= 0)
-            for (std::int64_t ci = 0; ci < cin; ++ci) Cs[(t * cin + ci) * cout + co] += T(0) * dy[co * sl.lda + at];
-        }
-        if (row_skipped) continue;
-        const T* x = sl.src + id * args.ss[2] + ih * args.ss[3] + lo + shift;
-        const int kb = static_cast<int>(hi - lo);
-        for (std::int64_t s = 0, ci = 0; s < strips; ci += base + (s < taller), ++s) {
-          const int h = static_cast<int>(base + (s < taller));
-          for (std::int64_t q = 0; q < panels(g); ++q) {
-            const int w = static_cast<int>(std::min<std::int64_t>(NR, cout - q * NR));
-            const T* b = Bs + q * NR * ow_n + lo * NR;
-            T* c = Cs + (t * cin + ci) * cout + q * NR;
-            conv_tile<T>(x + ci * lda, lda, b, NR, kb, c, cout, h, w);
-          }
-        }
+        const T* x = e_row + kd * g.dil[0] * args.ss[2] + kh * g.dil[1] * args.ss[3] + kw * g.dil[2];
+        for (std::int64_t s = 0, ci = 0; s < strips; ci += base + (s < taller), ++s)
+          for (std::int64_t q = 0; q < panels(g); ++q)
+            conv_tile<T>(x + ci * lda, lda, Bs + q * panel_size, NR, static_cast<int>(ow_n), Cs + (t * cin + ci) * cout + q * NR,
+                         cout, static_cast<int>(base + (s < taller)), static_cast<int>(std::min<std::int64_t>(NR, cout - q * NR)),
+                         static_cast<int>(rows), row_step, row_at);
       }
+      row += rows;
     }
     for (std::int64_t t = 0; t < kvol; ++t)
       for (std::int64_t ci = 0; ci < cin; ++ci)
@@ -660,7 +647,7 @@ void run_conv(const char* op, const Backend& backend, const ConvArgs<T>& args) {
     with_grain(backend, elements < 1e18 ? static_cast<std::int64_t>(elements) : INT64_MAX, [&](const auto& on) {
       using On = std::decay_t<decltype(on)>;
       using Weight = ConvWeightHostKernel<T, TeamMember<On>>;
-      if (Weight::applies(args)) {
+      if (args.product == ConvProduct::grad_weight && weight_direct_applies(args.g)) {  // args.src is E
         if (args.slabs() > INT32_MAX) fail<ShapeError>(op, "the convolution has more slabs than one launch can hold");
         return run(op, on, fixed_team_policy(on, static_cast<int>(args.slabs()), 1, TeamScratch{1, Weight::scratch_bytes(args.g)}),
                    Weight{args});
@@ -742,12 +729,13 @@ ConvExtension extension_of(ConvProduct product, const ConvGeometry& g, std::int6
 
 /// \brief One product: C = A * gathered `src`, with a bias per channel of C (or none). `a` is
 /// contiguous (the weight, its per-group transpose, or dY); `src` may be any strided view. cpu()
-/// packs B straight from `src`; a GPU gathers it from E (ConvGather), a zero-extended copy.
+/// packs B straight from `src` or, for grad_weight at stride 1 along w, reads E in place
+/// (ConvWeightHostKernel); a GPU gathers B from E (ConvGather). E is a zero-extended copy.
 Tensor conv_product(const char* op, ConvProduct product, const ConvGeometry& g, int dims, const Tensor& a,
                     const Tensor& src, const Tensor* bias, std::int64_t pieces, const Shape& c_shape) {
   Tensor c = empty(c_shape, src.device(), src.dtype());
   const Tensor bias_c = bias ? bias->contiguous() : c;
-  const bool extended = !src.device().is_cpu();
+  const bool extended = !src.device().is_cpu() || (product == ConvProduct::grad_weight && weight_direct_applies(g));
   const std::int64_t channels = g.groups * (product == ConvProduct::grad_input ? g.cout_g : g.cin_g);
   const ConvExtension x = extension_of(product, g, 0);
   const Tensor b = extended ? conv_extension(op, src, dims, g.batch, channels, x) : src;
