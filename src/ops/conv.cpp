@@ -371,8 +371,8 @@ void conv_tile(const T* a, std::int64_t lda, const T* b, std::int64_t ldb, int k
 }
 
 /// \brief Whether cpu()'s grad_weight runs as ConvWeightHostKernel on E: stride 1 along w (E's rows
-/// then feed the micro-kernel in place) and products small enough for a thread's scratch (4 MiB of
-/// floats).
+/// then feed the micro-kernel in place) and products small enough for a thread's scratch (2^20
+/// elements).
 bool weight_direct_applies(const ConvGeometry& g) {
   return g.stride[2] == 1 && g.kvol() * g.cin_g * g.cout_g <= (std::int64_t(1) << 20);
 }
@@ -381,7 +381,8 @@ bool weight_direct_applies(const ConvGeometry& g) {
 /// forward extends it): no packing of the im2col operand at all. For one output row and one tap,
 /// the input the tap reads is, channel by channel, one contiguous run of E, the channels ss[1]
 /// apart: the micro-kernel reads it in place as its A operand (rows: input channels), against dY^T
-/// of that row (columns: output channels), packed once per row and reused by every tap and strip.
+/// of that row (columns: output channels), packed once per chunk of rows and reused by every tap
+/// and strip.
 /// The rows of a chunk within one plane lie a fixed step apart in E, so one micro-kernel call sums
 /// the whole chunk (micro_tile's parts) and C's tile is loaded and stored once per chunk, not per
 /// row. One thread per slab (batch item, group, band of output rows) sums into kvol (C_in/g x
@@ -446,9 +447,10 @@ struct ConvWeightHostKernel {
   }
 };
 
-/// \brief A convolution's zero-extended operand E (the GPU kernel's B, cpu()'s direct convolution):
-/// per batch item and channel, over `ext` extents, E[e] = src[(e - front) / step] (d, h, w) where
-/// that divides and lies inside src's extents `src`, else 0; then `tail` zeros. The forward and
+/// \brief A convolution's zero-extended operand E (the GPU kernel's B; cpu()'s direct convolution
+/// and weight gradient): per batch item and channel, over `ext` extents, E[e] = src[(e - front) /
+/// step] (d, h, w) where that divides and lies inside src's extents `src`, else 0; then `tail`
+/// zeros. The forward and
 /// grad_weight extend X by the padding; grad_input spreads dY out by the stride (step) with a
 /// front of (k - 1) dil - pad, so that every tap reads E at a fixed displacement.
 struct ConvExtension {
@@ -734,6 +736,7 @@ ConvExtension extension_of(ConvProduct product, const ConvGeometry& g, std::int6
 Tensor conv_product(const char* op, ConvProduct product, const ConvGeometry& g, int dims, const Tensor& a,
                     const Tensor& src, const Tensor* bias, std::int64_t pieces, const Shape& c_shape) {
   Tensor c = empty(c_shape, src.device(), src.dtype());
+  if (c.numel() == 0) return c;  // nothing to sum: no copy of src either
   const Tensor bias_c = bias ? bias->contiguous() : c;
   const bool extended = !src.device().is_cpu() || (product == ConvProduct::grad_weight && weight_direct_applies(g));
   const std::int64_t channels = g.groups * (product == ConvProduct::grad_input ? g.cout_g : g.cin_g);
