@@ -162,25 +162,29 @@ TEST_CASE("the weight gradient over many rows, planes and slabs matches a float6
     std::int64_t stride_h, pad, dil_w;
   };
   const Device d = test::device();
-  for (const Case& c : {Case{{1, 8, 96, 48}, {8, 8, 3, 3}, 2, 1, 1}, Case{{2, 8, 37, 29}, {6, 8, 3, 3}, 1, 2, 2},
-                        Case{{1, 8, 4, 20, 32}, {8, 8, 3, 3, 3}, 1, 1, 1}})
+  for (const Case& c :
+       {Case{{1, 8, 96, 48}, {8, 8, 3, 3}, 2, 1, 1}, Case{{2, 8, 37, 29}, {6, 8, 3, 3}, 1, 2, 2},
+        Case{{1, 8, 4, 20, 32}, {8, 8, 3, 3, 3}, 1, 1, 1}})
     for (const DType dtype : {DType::float32, DType::float64}) {
       const bool three_d = c.x.size() == 5;
-      INFO((three_d ? "conv3d" : "conv2d") << " of " << c.x[1] << " channels, stride along h " << c.stride_h << ", "
-                                           << (dtype == DType::float32 ? "float32" : "float64"));
+      INFO((three_d ? "conv3d" : "conv2d") << " of " << c.x[1] << " channels, stride along h " << c.stride_h
+                                           << ", " << (dtype == DType::float32 ? "float32" : "float64"));
       const Tensor x = rand(c.x, d, 1).astype(dtype), w = rand(c.w, d, 2).astype(dtype).requires_grad_();
       const Shape stride = three_d ? Shape{1, c.stride_h, 1} : Shape{c.stride_h, 1};
       const Shape dilation = three_d ? Shape{1, 1, c.dil_w} : Shape{1, c.dil_w};
-      const Tensor y = three_d ? conv3d(x, w, {}, stride, {c.pad}, dilation) : conv2d(x, w, {}, stride, {c.pad}, dilation);
+      const Tensor y =
+          three_d ? conv3d(x, w, {}, stride, {c.pad}, dilation) : conv2d(x, w, {}, stride, {c.pad}, dilation);
       const Tensor dy = rand(y.shape(), d, 3).astype(dtype);
       y.backward(dy);
       // (N, C, D, H, W) extents, 2-D with D = 1 and no padding along it.
       const auto ext = [&](const Shape& s) {
-        return three_d ? std::vector<std::int64_t>{s[0], s[1], s[2], s[3], s[4]} : std::vector<std::int64_t>{s[0], s[1], 1, s[2], s[3]};
+        return three_d ? std::vector<std::int64_t>{s[0], s[1], s[2], s[3], s[4]}
+                       : std::vector<std::int64_t>{s[0], s[1], 1, s[2], s[3]};
       };
       const std::vector<std::int64_t> xe = ext(c.x), we = ext(c.w), ye = ext(y.shape());
       const std::int64_t pd = three_d ? c.pad : 0, s_h = c.stride_h;
-      const std::vector<double> xv = x.astype(DType::float64).to_vector<double>(), yv = dy.astype(DType::float64).to_vector<double>(),
+      const std::vector<double> xv = x.astype(DType::float64).to_vector<double>(),
+                                yv = dy.astype(DType::float64).to_vector<double>(),
                                 gw = w.grad().astype(DType::float64).to_vector<double>();
       std::size_t at = 0;
       double worst = 0;
@@ -194,10 +198,13 @@ TEST_CASE("the weight gradient over many rows, planes and slabs matches a float6
                   for (std::int64_t od = 0; od < ye[2]; ++od)
                     for (std::int64_t oh = 0; oh < ye[3]; ++oh)
                       for (std::int64_t ow = 0; ow < ye[4]; ++ow) {
-                        const std::int64_t id = od - pd + kd, ih = oh * s_h - c.pad + kh, iw = ow - c.pad + kw * c.dil_w;
+                        const std::int64_t id = od - pd + kd, ih = oh * s_h - c.pad + kh,
+                                           iw = ow - c.pad + kw * c.dil_w;
                         if (id < 0 || id >= xe[2] || ih < 0 || ih >= xe[3] || iw < 0 || iw >= xe[4]) continue;
-                        const double term = yv[static_cast<std::size_t>((((n * ye[1] + o) * ye[2] + od) * ye[3] + oh) * ye[4] + ow)] *
-                                            xv[static_cast<std::size_t>((((n * xe[1] + i) * xe[2] + id) * xe[3] + ih) * xe[4] + iw)];
+                        const double term = yv[static_cast<std::size_t>(
+                                                (((n * ye[1] + o) * ye[2] + od) * ye[3] + oh) * ye[4] + ow)] *
+                                            xv[static_cast<std::size_t>(
+                                                (((n * xe[1] + i) * xe[2] + id) * xe[3] + ih) * xe[4] + iw)];
                         sum += term;
                         magnitude += std::abs(term);
                       }

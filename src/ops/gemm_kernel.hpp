@@ -116,8 +116,9 @@ struct HostGemmKernel {
   /// is MR but for the convolutions' shorter strips, which split a few channels evenly rather than
   /// pad the last strip to MR rows. The convolutions sum `parts` such products (the direct
   /// convolution's taps, the weight gradient's output rows) with the accumulators held in
-  /// registers: part q's a from a + q * a_step, its b from b + b_offsets[q]. No branches around the loop: with them GCC keeps fewer accumulators in the 16
-  /// registers of AVX2 and spills the rest.
+  /// registers: part q's a from a + q * a_step, its b from b + b_offsets[q]. No branches around
+  /// the loop: with them GCC keeps fewer accumulators in the 16 registers of AVX2 and spills the
+  /// rest.
   template <bool Packed, int Cols, int Rows = MR>
   KOKKOS_INLINE_FUNCTION static void micro_tile(const T* a, std::int64_t lda, const T* b, int kb, T* c,
                                                 std::int64_t ldc, std::int64_t ldb = NR, int parts = 1,
