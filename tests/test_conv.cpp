@@ -99,17 +99,20 @@ TEST_CASE("pad fills whole padded rows, a scalar and a single row", "[conv]") {
 }
 
 TEST_CASE("an infinite weight times the zero padding is NaN, forward and input gradient, on rows of a vector and more", "[conv]") {
-  // 8 channels and rows of 32: cpu()'s direct path (the zeros of a padded copy), a GPU's gather.
+  // Rows of 32: cpu()'s direct path with 8 channels, its Winograd path with 32 (which runs the
+  // direct one when the weight is not finite), a GPU's gather.
   const Device d = test::device();
   const std::int64_t h = 3, w = 32;
-  std::vector<float> wv(8 * 8 * 9, 0.01f);
-  wv[(2 * 8 + 5) * 9] = INFINITY;  // output channel 2, input channel 5, tap (0, 0)
-  const Tensor weight = tensor(wv, Shape{8, 8, 3, 3}, d);
-  const Tensor x = (arange(8 * h * w, d).reshape({1, 8, h, w}) * 0.001).requires_grad_();
+  for (const std::int64_t ch : {8, 32}) {
+  INFO(ch << " channels");
+  std::vector<float> wv(static_cast<std::size_t>(ch * ch * 9), 0.01f);
+  wv[static_cast<std::size_t>((2 * ch + 5) * 9)] = INFINITY;  // output channel 2, input channel 5, tap (0, 0)
+  const Tensor weight = tensor(wv, Shape{ch, ch, 3, 3}, d);
+  const Tensor x = (arange(ch * h * w, d).reshape({1, ch, h, w}) * 0.001).requires_grad_();
   const Tensor y = conv2d(x, weight, {}, {1}, {1});
   sum(y).backward();
   const std::vector<float> yv = y.to_vector<float>(), gx = x.grad().to_vector<float>();
-  for (std::int64_t c = 0; c < 8; ++c)
+  for (std::int64_t c = 0; c < ch; ++c)
     for (std::int64_t i = 0; i < h; ++i)
       for (std::int64_t j = 0; j < w; ++j) {
         INFO("channel " << c << ", pixel (" << i << ", " << j << ")");
@@ -123,6 +126,103 @@ TEST_CASE("an infinite weight times the zero padding is NaN, forward and input g
         else if (i == h - 1 || j == w - 1) CHECK(std::isnan(grad));
         else CHECK(grad == INFINITY);
       }
+  }
+}
+
+TEST_CASE("an infinite input reaches only the outputs whose window holds it, forward and input gradient", "[conv]") {
+  // 32 channels: cpu()'s Winograd path, whose transforms would spread the infinity over whole
+  // tiles; it then runs the direct convolution. 8 channels: the direct path.
+  const Device d = test::device();
+  const std::int64_t h = 6, w = 34;
+  for (const std::int64_t ch : {8, 32}) {
+    INFO(ch << " channels");
+    const Tensor weight = full({ch, ch, 3, 3}, 0.01, d);
+    std::vector<float> xv(static_cast<std::size_t>(ch * h * w), 0.5f);
+    xv[static_cast<std::size_t>((3 * h + 2) * w + 5)] = INFINITY;  // channel 3, pixel (2, 5)
+    const Tensor x = tensor(xv, Shape{1, ch, h, w}, d).requires_grad_();
+    const Tensor y = conv2d(x, weight, {}, {1}, {1});
+    y.backward(tensor(xv, Shape{1, ch, h, w}, d));  // dY infinite at the same pixel
+    const std::vector<float> yv = y.to_vector<float>(), gx = x.grad().to_vector<float>();
+    for (std::int64_t c = 0; c < ch; ++c)
+      for (std::int64_t i = 0; i < h; ++i)
+        for (std::int64_t j = 0; j < w; ++j) {
+          INFO("channel " << c << ", pixel (" << i << ", " << j << ")");
+          const std::size_t at = static_cast<std::size_t>((c * h + i) * w + j);
+          const bool window = std::abs(i - 2) <= 1 && std::abs(j - 5) <= 1;  // every channel reads channel 3 there
+          CHECK((window ? yv[at] == INFINITY : std::isfinite(yv[at])));
+          CHECK((window ? gx[at] == INFINITY : std::isfinite(gx[at])));
+        }
+  }
+}
+
+TEST_CASE("the forward and input gradient of 3x3 and 3x3x3 convolutions with many channels match a float64 loop", "[conv]") {
+  // cpu()'s Winograd path (at least 32 channels on both sides): odd extents (a partial last tile
+  // along each axis), padding 0, 1 and 2, groups, a bias, and a strided input.
+  struct Case {
+    Shape x, w;
+    std::int64_t pad, groups;
+  };
+  const Device d = test::device();
+  for (const Case& c : {Case{{2, 32, 9, 35}, {40, 32, 3, 3}, 1, 1}, Case{{1, 64, 7, 20}, {64, 32, 3, 3}, 0, 2},
+                        Case{{1, 32, 5, 6, 17}, {32, 32, 3, 3, 3}, 2, 1}})
+    for (const DType dtype : {DType::float32, DType::float64}) {
+      const bool three_d = c.x.size() == 5;
+      INFO((three_d ? "conv3d" : "conv2d") << ", padding " << c.pad << ", " << c.groups << " groups, "
+                                           << (dtype == DType::float32 ? "float32" : "float64"));
+      // x as a permuted view of a (N, H, C, ..., W)-ordered tensor: not contiguous.
+      Shape stored = c.x;
+      std::swap(stored[1], stored[2]);
+      std::vector<int> order(c.x.size());
+      for (std::size_t a = 0; a < order.size(); ++a) order[a] = static_cast<int>(a);
+      std::swap(order[1], order[2]);
+      const Tensor x = rand(stored, d, 1).astype(dtype).permute(order).requires_grad_();
+      const Tensor w = rand(c.w, d, 2).astype(dtype) - 0.5, b = rand({c.w[0]}, d, 3).astype(dtype);
+      const Tensor y = three_d ? conv3d(x, w, b, {1}, {c.pad}, {1}, c.groups) : conv2d(x, w, b, {1}, {c.pad}, {1}, c.groups);
+      const Tensor dy = rand(y.shape(), d, 4).astype(dtype) - 0.5;
+      y.backward(dy);
+      // (N, C, D, H, W) extents, 2-D with D = 1 and no padding along it.
+      const auto ext = [&](const Shape& s) {
+        return three_d ? std::vector<std::int64_t>{s[0], s[1], s[2], s[3], s[4]}
+                       : std::vector<std::int64_t>{s[0], s[1], 1, s[2], s[3]};
+      };
+      const std::vector<std::int64_t> xe = ext(c.x), we = ext(c.w), ye = ext(y.shape());
+      const std::int64_t pd = three_d ? c.pad : 0, cin_g = we[1], cout_g = we[0] / c.groups;
+      const auto doubles = [](const Tensor& t) { return t.contiguous().astype(DType::float64).to_vector<double>(); };
+      const std::vector<double> xv = doubles(x), wv = doubles(w), bv = doubles(b), dyv = doubles(dy), yv = doubles(y),
+                                gx = doubles(x.grad());
+      std::vector<double> y_ref(yv.size()), y_mag(yv.size()), gx_ref(gx.size(), 0.0), gx_mag(gx.size(), 0.0);
+      for (std::int64_t n = 0; n < ye[0]; ++n)
+        for (std::int64_t o = 0; o < ye[1]; ++o)
+          for (std::int64_t od = 0; od < ye[2]; ++od)
+            for (std::int64_t oh = 0; oh < ye[3]; ++oh)
+              for (std::int64_t ow = 0; ow < ye[4]; ++ow) {
+                const std::size_t yi = static_cast<std::size_t>((((n * ye[1] + o) * ye[2] + od) * ye[3] + oh) * ye[4] + ow);
+                double sum = bv[static_cast<std::size_t>(o)], magnitude = std::abs(sum);
+                for (std::int64_t i = 0; i < cin_g; ++i)
+                  for (std::int64_t kd = 0; kd < we[2]; ++kd)
+                    for (std::int64_t kh = 0; kh < we[3]; ++kh)
+                      for (std::int64_t kw = 0; kw < we[4]; ++kw) {
+                        const std::int64_t id = od - pd + kd, ih = oh - c.pad + kh, iw = ow - c.pad + kw;
+                        if (id < 0 || id >= xe[2] || ih < 0 || ih >= xe[3] || iw < 0 || iw >= xe[4]) continue;
+                        const std::int64_t ci = o / cout_g * cin_g + i;
+                        const std::size_t xi = static_cast<std::size_t>((((n * xe[1] + ci) * xe[2] + id) * xe[3] + ih) * xe[4] + iw);
+                        const double wt = wv[static_cast<std::size_t>((((o * we[1] + i) * we[2] + kd) * we[3] + kh) * we[4] + kw)];
+                        sum += wt * xv[xi];
+                        magnitude += std::abs(wt * xv[xi]);
+                        gx_ref[xi] += wt * dyv[yi];
+                        gx_mag[xi] += std::abs(wt * dyv[yi]);
+                      }
+                y_ref[yi] = sum;
+                y_mag[yi] = magnitude;
+              }
+      double worst_y = 0, worst_gx = 0;
+      for (std::size_t i = 0; i < yv.size(); ++i) worst_y = std::max(worst_y, std::abs(yv[i] - y_ref[i]) / y_mag[i]);
+      for (std::size_t i = 0; i < gx.size(); ++i)
+        worst_gx = std::max(worst_gx, gx_mag[i] > 0 ? std::abs(gx[i] - gx_ref[i]) / gx_mag[i] : std::abs(gx[i]));
+      const double tolerance = dtype == DType::float32 ? 1e-5 : 1e-13;
+      CHECK(worst_y < tolerance);
+      CHECK(worst_gx < tolerance);
+    }
 }
 
 TEST_CASE("a non-finite dY times the zero padding is NaN in the weight gradient", "[conv]") {
