@@ -155,16 +155,18 @@ TEST_CASE("an infinite input reaches only the outputs whose window holds it, for
   }
 }
 
-TEST_CASE("the forward and input gradient of 3x3 and 3x3x3 convolutions with many channels match a float64 loop", "[conv]") {
-  // cpu()'s Winograd path (at least 32 channels on both sides): odd extents (a partial last tile
-  // along each axis), padding 0, 1 and 2, groups, a bias, and a strided input.
+TEST_CASE("3x3 and 3x3x3 convolutions with many channels match a float64 loop, forward and both gradients", "[conv]") {
+  // cpu()'s Winograd path of the forward and input gradient (at least 32 channels on both sides):
+  // odd extents (a partial last tile along each axis), padding 0, 1 and 2, groups, a bias, a
+  // strided input.
   struct Case {
     Shape x, w;
     std::int64_t pad, groups;
   };
   const Device d = test::device();
-  for (const Case& c : {Case{{2, 32, 9, 35}, {40, 32, 3, 3}, 1, 1}, Case{{1, 64, 7, 20}, {64, 32, 3, 3}, 0, 2},
-                        Case{{1, 32, 5, 6, 17}, {32, 32, 3, 3, 3}, 2, 1}})
+  // 3-D: 4 x 5 tile rows per batch item in slabs of 2, one of which crosses a plane.
+  for (const Case& c : {Case{{2, 32, 9, 35}, {40, 32, 3, 3}, 2, 1}, Case{{1, 64, 7, 20}, {64, 32, 3, 3}, 0, 2},
+                        Case{{4, 32, 7, 9, 11}, {32, 32, 3, 3, 3}, 1, 1}})
     for (const DType dtype : {DType::float32, DType::float64}) {
       const bool three_d = c.x.size() == 5;
       INFO((three_d ? "conv3d" : "conv2d") << ", padding " << c.pad << ", " << c.groups << " groups, "
@@ -176,7 +178,7 @@ TEST_CASE("the forward and input gradient of 3x3 and 3x3x3 convolutions with man
       for (std::size_t a = 0; a < order.size(); ++a) order[a] = static_cast<int>(a);
       std::swap(order[1], order[2]);
       const Tensor x = rand(stored, d, 1).astype(dtype).permute(order).requires_grad_();
-      const Tensor w = rand(c.w, d, 2).astype(dtype) - 0.5, b = rand({c.w[0]}, d, 3).astype(dtype);
+      const Tensor w = (rand(c.w, d, 2).astype(dtype) - 0.5).requires_grad_(), b = rand({c.w[0]}, d, 3).astype(dtype);
       const Tensor y = three_d ? conv3d(x, w, b, {1}, {c.pad}, {1}, c.groups) : conv2d(x, w, b, {1}, {c.pad}, {1}, c.groups);
       const Tensor dy = rand(y.shape(), d, 4).astype(dtype) - 0.5;
       y.backward(dy);
@@ -189,8 +191,9 @@ TEST_CASE("the forward and input gradient of 3x3 and 3x3x3 convolutions with man
       const std::int64_t pd = three_d ? c.pad : 0, cin_g = we[1], cout_g = we[0] / c.groups;
       const auto doubles = [](const Tensor& t) { return t.contiguous().astype(DType::float64).to_vector<double>(); };
       const std::vector<double> xv = doubles(x), wv = doubles(w), bv = doubles(b), dyv = doubles(dy), yv = doubles(y),
-                                gx = doubles(x.grad());
-      std::vector<double> y_ref(yv.size()), y_mag(yv.size()), gx_ref(gx.size(), 0.0), gx_mag(gx.size(), 0.0);
+                                gx = doubles(x.grad()), gw = doubles(w.grad());
+      std::vector<double> y_ref(yv.size()), y_mag(yv.size()), gx_ref(gx.size(), 0.0), gx_mag(gx.size(), 0.0),
+          gw_ref(gw.size(), 0.0), gw_mag(gw.size(), 0.0);
       for (std::int64_t n = 0; n < ye[0]; ++n)
         for (std::int64_t o = 0; o < ye[1]; ++o)
           for (std::int64_t od = 0; od < ye[2]; ++od)
@@ -205,23 +208,30 @@ TEST_CASE("the forward and input gradient of 3x3 and 3x3x3 convolutions with man
                         const std::int64_t id = od - pd + kd, ih = oh - c.pad + kh, iw = ow - c.pad + kw;
                         if (id < 0 || id >= xe[2] || ih < 0 || ih >= xe[3] || iw < 0 || iw >= xe[4]) continue;
                         const std::int64_t ci = o / cout_g * cin_g + i;
-                        const std::size_t xi = static_cast<std::size_t>((((n * xe[1] + ci) * xe[2] + id) * xe[3] + ih) * xe[4] + iw);
-                        const double wt = wv[static_cast<std::size_t>((((o * we[1] + i) * we[2] + kd) * we[3] + kh) * we[4] + kw)];
+                        const std::size_t xi =
+                            static_cast<std::size_t>((((n * xe[1] + ci) * xe[2] + id) * xe[3] + ih) * xe[4] + iw);
+                        const std::size_t wi =
+                            static_cast<std::size_t>((((o * we[1] + i) * we[2] + kd) * we[3] + kh) * we[4] + kw);
+                        const double wt = wv[wi];
                         sum += wt * xv[xi];
                         magnitude += std::abs(wt * xv[xi]);
                         gx_ref[xi] += wt * dyv[yi];
                         gx_mag[xi] += std::abs(wt * dyv[yi]);
+                        gw_ref[wi] += dyv[yi] * xv[xi];
+                        gw_mag[wi] += std::abs(dyv[yi] * xv[xi]);
                       }
                 y_ref[yi] = sum;
                 y_mag[yi] = magnitude;
               }
-      double worst_y = 0, worst_gx = 0;
+      double worst_y = 0, worst_gx = 0, worst_gw = 0;
       for (std::size_t i = 0; i < yv.size(); ++i) worst_y = std::max(worst_y, std::abs(yv[i] - y_ref[i]) / y_mag[i]);
       for (std::size_t i = 0; i < gx.size(); ++i)
         worst_gx = std::max(worst_gx, gx_mag[i] > 0 ? std::abs(gx[i] - gx_ref[i]) / gx_mag[i] : std::abs(gx[i]));
+      for (std::size_t i = 0; i < gw.size(); ++i) worst_gw = std::max(worst_gw, std::abs(gw[i] - gw_ref[i]) / gw_mag[i]);
       const double tolerance = dtype == DType::float32 ? 1e-5 : 1e-13;
       CHECK(worst_y < tolerance);
       CHECK(worst_gx < tolerance);
+      CHECK(worst_gw < tolerance);
     }
 }
 

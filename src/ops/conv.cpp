@@ -596,72 +596,98 @@ void winograd_out(T* v, std::int64_t s, std::int64_t n) {
   }
 }
 
-/// \brief cpu(), the forward and grad_input of a 3x3 (3x3x3) convolution at stride 1 and
-/// dilation 1, 2-D or 3-D (`D` axes), as Winograd F(2x2, 3x3) (F(2x2x2, 3x3x3)): each 2^D tile of
-/// C is A^T [sum over channels U ⊙ B^T d B] A, d the tile's 4^D window of E. The products per
-/// point of the 4^D-point transform are a GEMM, U_p (m x ch) times V_p (ch x tiles), on the GEMM's
-/// micro-kernel: 16 multiplications per 2x2 tile where the direct sum does 36 (2.25x fewer; 3-D 64
-/// for 216, 3.4x). Compute-bound on those GEMMs; the transforms are additions vectorised across
-/// the tiles of a row, on blocks of V and M that stay in L2. One thread per block of `rows` tile
-/// rows of one (batch item, group, tile plane). The transforms spread a non-finite input over its
-/// whole tile: a block whose outputs are not all finite sets bad[block], and the caller then runs
-/// the direct convolution instead.
-template <class T, class Member, int D>
-struct ConvWinogradHostKernel {
+/// \brief G's entry (point p, tap t) of a 3^D kernel in the 4^D-point transform, the product of the
+/// 1-D G (rows (1, 0, 0), (1, 1, 1)/2, (1, -1, 1)/2, (0, 0, 1)) along each axis.
+template <class T, int D>
+T winograd_g(int p, std::int64_t t) {
+  static constexpr T G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  return (D == 3 ? G[p / 16][t / 9] : T(1)) * G[p / 4 % 4][t / 3 % 3] * G[p % 4][t % 3];
+}
+
+/// \brief The blocks of Winograd's tiles that one thread transforms at a time: `rows` tile rows
+/// (2^D output pixels per tile) of one tile plane, at most 128 tiles; per channel, P rows (one per
+/// point) of the block's tiles, tb apart, the channels ld apart.
+template <class T, int D>
+struct WinogradBlocks {
   static constexpr int P = D == 2 ? 16 : 64;  // the transform's points: 4^D
-  static constexpr int MR = HostGemmBlocking<T>::rows, NR = HostGemmBlocking<T>::cols;
-  const T* u;  // per (group, point): U_p, m x ch, rows contiguous
-  const T* e;
-  T* c;
-  const T* bias;  // per channel of C, or null
-  std::int64_t m, ch;
-  const std::int64_t* cext;  // C's pixels (d, h, w)
-  std::int64_t ext[3];       // E's extents
-  std::int64_t groups, rows;
-  int* bad;
+  std::int64_t ext[3];                         // E's extents
+  std::int64_t tiles[3];                       // per axis (1 along an axis 2-D does not have)
+  std::int64_t rows;
 
-  static std::int64_t tiles(std::int64_t n) { return (n + 1) / 2; }
-  static std::int64_t stride_of(std::int64_t tb) { return P * tb + 64 / static_cast<std::int64_t>(sizeof(T)); }
-  static std::size_t scratch_bytes(std::int64_t m, std::int64_t ch, std::int64_t tile_w, std::int64_t rows) {
-    return sizeof(T) * static_cast<std::size_t>((m + ch) * stride_of(rows * tile_w)) + 2 * 64;
+  static std::int64_t tile_rows(std::int64_t tile_w, std::int64_t tile_h) {
+    return std::clamp<std::int64_t>(128 / tile_w, 1, tile_h);
   }
-  std::int64_t blocks_per_plane() const { return (tiles(cext[1]) + rows - 1) / rows; }
+  /// \brief A channel's P rows and one cache line more, so that a GEMM tile's rows, a channel
+  /// apart, do not all fall in one L1 set.
+  static std::int64_t stride_of(std::int64_t tb) { return P * tb + 64 / static_cast<std::int64_t>(sizeof(T)); }
 
-  void operator()(const Member& team) const {
-    const std::int64_t tw = tiles(cext[2]), planes = D == 3 ? tiles(cext[0]) : 1;
-    const std::int64_t per_plane = blocks_per_plane(), block = team.league_rank();
-    const std::int64_t hb = block % per_plane, td = block / per_plane % planes, slab = block / per_plane / planes;
-    const std::int64_t grp = slab % groups, th0 = hb * rows, nrows = std::min(rows, tiles(cext[1]) - th0), tb = nrows * tw;
-    const std::int64_t cs = ext[0] * ext[1] * ext[2], pix = cext[0] * cext[1] * cext[2];
-    auto& pool = team.team_scratch(1);
-    // V and M per channel: P rows of the block's tiles, tb apart (the transforms run in place in L1
-    // across the whole block); the channels ld apart, one cache line more than that, so that a GEMM
-    // tile's rows, a channel apart, do not all fall in one L1 set.
-    const std::int64_t ld = stride_of(tb), vp = tb;
-    T* V = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * ch * ld, 64));
-    T* M = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * m * ld, 64));
-    // V_p = B^T d B: along w from E's rows (tile x reads 2x .. 2x + 3), then along h (and d).
-    const T* es = e + slab * ch * cs + 2 * td * ext[1] * ext[2];
+  /// \brief V_p = B^T d B of `ch` channels of E (from `es`, the first channel's tile plane, the
+  /// channels E's channel volume apart) for tile rows th0 .. th0 + nrows: along w from E's rows
+  /// (tile x reads 2x .. 2x + 3), then along h (and d) in place across the whole block (in L1).
+  void inputs(const T* es, std::int64_t ch, std::int64_t th0, std::int64_t nrows, T* V) const {
+    const std::int64_t tw = tiles[2], tb = nrows * tw, ld = stride_of(tb), cs = ext[0] * ext[1] * ext[2];
     for (std::int64_t k = 0; k < ch; ++k) {
       T* v = V + k * ld;
       for (std::int64_t r = 0; r < nrows; ++r)
         for (int id = 0; id < (D == 3 ? 4 : 1); ++id)
           for (int ih = 0; ih < 4; ++ih) {
             const T* row = es + k * cs + (id * ext[1] + 2 * (th0 + r) + ih) * ext[2];
-            T* b = v + (id * 4 + ih) * 4 * vp + r * tw;
+            T* b = v + (id * 4 + ih) * 4 * tb + r * tw;
             for (std::int64_t i = 0; i < tw; ++i) {
               const T d0 = row[2 * i], d1 = row[2 * i + 1], d2 = row[2 * i + 2], d3 = row[2 * i + 3];
               b[i] = d0 - d2;
-              b[vp + i] = d1 + d2;
-              b[2 * vp + i] = d2 - d1;
-              b[3 * vp + i] = d1 - d3;
+              b[tb + i] = d1 + d2;
+              b[2 * tb + i] = d2 - d1;
+              b[3 * tb + i] = d1 - d3;
             }
           }
       for (int id = 0; id < (D == 3 ? 4 : 1); ++id)
-        for (int j = 0; j < 4; ++j) winograd_in(v + (id * 16 + j) * vp, 4 * vp, tb);
+        for (int j = 0; j < 4; ++j) winograd_in(v + (id * 16 + j) * tb, 4 * tb, tb);
       if constexpr (D == 3)
-        for (int j = 0; j < 16; ++j) winograd_in(v + j * vp, 16 * vp, tb);
+        for (int j = 0; j < 16; ++j) winograd_in(v + j * tb, 16 * tb, tb);
     }
+  }
+};
+
+/// \brief cpu(), the forward and grad_input of a 3x3 (3x3x3) convolution at stride 1 and
+/// dilation 1, 2-D or 3-D (`D` axes), as Winograd F(2x2, 3x3) (F(2x2x2, 3x3x3)): each 2^D tile of
+/// C is A^T [sum over channels U ⊙ B^T d B] A, d the tile's 4^D window of E. The products per
+/// point of the 4^D-point transform are a GEMM, U_p (m x ch) times V_p (ch x tiles), on the GEMM's
+/// micro-kernel: 16 multiplications per 2x2 tile where the direct sum does 36 (2.25x fewer; 3-D 64
+/// for 216, 3.4x). Compute-bound on those GEMMs; the transforms are additions vectorised across
+/// the tiles of a block, on V and M that stay in L2. One thread per block of one (batch item,
+/// group). The transforms spread a non-finite input over its whole tile: a block whose outputs are
+/// not all finite sets bad[block], and the caller then runs the direct convolution instead.
+template <class T, class Member, int D>
+struct ConvWinogradHostKernel {
+  using Blocks = WinogradBlocks<T, D>;
+  static constexpr int P = Blocks::P, MR = HostGemmBlocking<T>::rows, NR = HostGemmBlocking<T>::cols;
+  const T* u;  // per (group, point): U_p, m x ch, rows contiguous
+  const T* e;
+  T* c;
+  const T* bias;  // per channel of C, or null
+  std::int64_t m, ch;
+  const std::int64_t* cext;  // C's pixels (d, h, w)
+  Blocks blocks;
+  std::int64_t groups;
+  int* bad;
+
+  static std::size_t scratch_bytes(std::int64_t m, std::int64_t ch, std::int64_t tb) {
+    return sizeof(T) * static_cast<std::size_t>((m + ch) * Blocks::stride_of(tb)) + 2 * 64;
+  }
+  std::int64_t blocks_per_plane() const { return (blocks.tiles[1] + blocks.rows - 1) / blocks.rows; }
+
+  void operator()(const Member& team) const {
+    const std::int64_t tw = blocks.tiles[2], rows = blocks.rows, per_plane = blocks_per_plane(), block = team.league_rank();
+    const std::int64_t hb = block % per_plane, td = block / per_plane % blocks.tiles[0];
+    const std::int64_t slab = block / per_plane / blocks.tiles[0];
+    const std::int64_t grp = slab % groups, th0 = hb * rows, nrows = std::min(rows, blocks.tiles[1] - th0), tb = nrows * tw;
+    const std::int64_t* ext = blocks.ext;
+    const std::int64_t ld = Blocks::stride_of(tb), pix = cext[0] * cext[1] * cext[2];
+    auto& pool = team.team_scratch(1);
+    T* V = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * ch * ld, 64));
+    T* M = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * m * ld, 64));
+    blocks.inputs(e + slab * ch * ext[0] * ext[1] * ext[2] + 2 * td * ext[1] * ext[2], ch, th0, nrows, V);
     // M_p = U_p V_p: column tiles of at most NR, strips of m as even as they go (at most MR) over
     // each (V's tile stays in L1), M_p zeroed just before (in L1 as it is summed).
     const std::int64_t strips = (m + MR - 1) / MR, base = m / strips, taller = m % strips;
@@ -675,14 +701,14 @@ struct ConvWinogradHostKernel {
     }
     // C's tiles = A^T M A: along d and h in place across the block, then along w into C's rows,
     // with the bias.
-    const std::int64_t mp = tb, full = cext[2] / 2;
+    const std::int64_t full = cext[2] / 2;
     int nonfinite = 0;  // y - y is 0 for every finite y
     for (std::int64_t k = 0; k < m; ++k) {
       T* v = M + k * ld;
       if constexpr (D == 3)
-        for (int j = 0; j < 16; ++j) winograd_out(v + j * mp, 16 * mp, tb);
+        for (int j = 0; j < 16; ++j) winograd_out(v + j * tb, 16 * tb, tb);
       for (int od = 0; od < (D == 3 ? 2 : 1); ++od)
-        for (int j = 0; j < 4; ++j) winograd_out(v + (od * 16 + j) * mp, 4 * mp, tb);
+        for (int j = 0; j < 4; ++j) winograd_out(v + (od * 16 + j) * tb, 4 * tb, tb);
       const T add = bias ? bias[grp * m + k] : T(0);
       for (std::int64_t r = 0; r < nrows; ++r)
         for (int od = 0; od < (D == 3 ? 2 : 1); ++od)
@@ -690,15 +716,15 @@ struct ConvWinogradHostKernel {
             const std::int64_t yd = 2 * td + od, yh = 2 * (th0 + r) + oh;
             if ((D == 3 && yd >= cext[0]) || yh >= cext[1]) continue;
             T* out = c + (slab * m + k) * pix + (yd * cext[1] + yh) * cext[2];
-            const T* b = v + (od * 4 + oh) * 4 * mp + r * tw;
+            const T* b = v + (od * 4 + oh) * 4 * tb + r * tw;
             for (std::int64_t i = 0; i < full; ++i) {
-              const T y0 = b[i] + b[mp + i] + b[2 * mp + i], y1 = b[mp + i] - b[2 * mp + i] - b[3 * mp + i];
+              const T y0 = b[i] + b[tb + i] + b[2 * tb + i], y1 = b[tb + i] - b[2 * tb + i] - b[3 * tb + i];
               out[2 * i] = y0 + add;
               out[2 * i + 1] = y1 + add;
               nonfinite |= (y0 - y0 != T(0)) | (y1 - y1 != T(0));
             }
             if (full < tw) {
-              const T y0 = b[full] + b[mp + full] + b[2 * mp + full];
+              const T y0 = b[full] + b[tb + full] + b[2 * tb + full];
               out[2 * full] = y0 + add;
               nonfinite |= y0 - y0 != T(0);
             }
@@ -708,12 +734,12 @@ struct ConvWinogradHostKernel {
   }
 };
 
-/// \brief Whether cpu() runs a forward or grad_input as ConvWinogradHostKernel: 2-D or 3-D, every
-/// spatial axis a 3-tap kernel at stride 1 and dilation 1, and at least 32 channels on both sides
-/// (with 16 the transforms cost more than the products saved: 2-D 8x16x64x64 took 1.6 ms against
-/// the direct path's 1.3, one thread).
-bool winograd_applies(ConvProduct product, const ConvGeometry& g, int dims) {
-  if (product == ConvProduct::grad_weight || dims < 2 || g.cin_g < 32 || g.cout_g < 32) return false;
+/// \brief Whether cpu() runs a forward or grad_input as Winograd (ConvWinogradHostKernel): 2-D or
+/// 3-D, every spatial axis a 3-tap kernel at stride 1 and dilation 1, and at least 32 channels on
+/// both sides (with 16 the transforms cost more than the products save: 2-D 8x16x64x64 took 1.6 ms
+/// against the direct path's 1.3, 3-D 2x16x32x32x32 6.7-7.1 against 6.1-6.4, one thread).
+bool winograd_applies(const ConvGeometry& g, int dims) {
+  if (dims < 2 || g.cin_g < 32 || g.cout_g < 32) return false;
   for (int a = 3 - dims; a < 3; ++a)
     if (g.k[a] != 3 || g.stride[a] != 1 || g.dil[a] != 1) return false;
   return true;
@@ -940,6 +966,22 @@ Tensor conv_direct(const char* op, ConvProduct product, const ConvGeometry& g, i
   return c;
 }
 
+/// \brief Winograd's tiles along each axis of C's `pixels` (2 per tile; 1 tile along an axis
+/// 2-D does not have), and `x` extended to whole tiles (zeros past the last pixel).
+void winograd_tiles(const std::int64_t* pixels, int dims, std::int64_t* tiles, ConvExtension& x) {
+  for (int t = 0; t < 3; ++t) {
+    tiles[t] = t >= 3 - dims ? (pixels[t] + 1) / 2 : 1;
+    if (t >= 3 - dims) x.ext[t] = 2 * tiles[t] + 2;
+  }
+}
+
+/// \brief f(std::integral_constant<int, D>) for the 2 or 3 spatial axes of a Winograd product.
+template <class F>
+void with_winograd_dims(int dims, F&& f) {
+  if (dims == 2) f(std::integral_constant<int, 2>{});
+  else f(std::integral_constant<int, 3>{});
+}
+
 /// \brief cpu()'s Winograd convolution (ConvWinogradHostKernel) of a forward or grad_input, `a` as
 /// conv_direct takes it. Where the weight or an output is not finite, the transforms would have
 /// spread a special value over whole tiles: the product is run as conv_direct instead.
@@ -948,13 +990,13 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
   const bool forward = product == ConvProduct::forward;
   const std::int64_t* pixels = forward ? g.out : g.in;  // C's
   ConvExtension x = extension_of(product, g, 0);
-  for (int t = 3 - dims; t < 3; ++t) x.ext[t] = 2 * ((pixels[t] + 1) / 2) + 2;  // whole tiles; zeros past the last pixel
-  const std::int64_t m = forward ? g.cout_g : g.cin_g, ch = forward ? g.cin_g : g.cout_g;
+  std::int64_t tiles[3];
+  winograd_tiles(pixels, dims, tiles, x);
+  const std::int64_t m = forward ? g.cout_g : g.cin_g, ch = forward ? g.cin_g : g.cout_g, kvol = g.kvol();
   Tensor c = empty(c_shape, src.device(), src.dtype());
   if (c.numel() == 0) return c;
-  const int P = dims == 2 ? 16 : 64;
   const Tensor e = conv_extension(op, src, dims, g.batch, g.groups * ch, x);
-  const Tensor u = empty({g.groups * P * m * ch}, src.device(), src.dtype());
+  const Tensor u = empty({g.groups * (dims == 2 ? 16 : 64) * m * ch}, src.device(), src.dtype());
   const Tensor bias_c = bias ? bias->contiguous() : c;
   bool finite = true;
   launch_views(op, [&](const auto& backend, auto* pa, auto* pe, auto* pc, auto* pbias, auto* pu) {
@@ -963,43 +1005,39 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
     if constexpr (!Backend::is_host) {
       fail<Error>(op, "the Winograd convolution runs on cpu() only");
     } else {
-      // U_p = G w G^T per (group, channel pair), w the 3^D taps in the weight's order (grad_input:
-      // reversed, the flipped kernel); G's rows (1, 0, 0), (1, 1, 1)/2, (1, -1, 1)/2, (0, 0, 1).
-      static constexpr T G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-      const std::int64_t kvol = g.kvol();
-      for (std::int64_t e = 0; e < g.groups * kvol * m * ch; ++e) finite = finite && pa[e] - pa[e] == T(0);
+      for (std::int64_t i = 0; i < g.groups * kvol * m * ch; ++i) finite = finite && pa[i] - pa[i] == T(0);
       if (!finite) return;
-      const std::int64_t mc = m * ch;
-      std::fill(pu, pu + g.groups * P * mc, T(0));
-      for (std::int64_t grp = 0; grp < g.groups; ++grp)
-        for (std::int64_t t = 0; t < kvol; ++t)
-          for (int p = 0; p < P; ++p) {
-            const T coef = (dims == 3 ? G[p / 16][t / 9] : T(1)) * G[p / 4 % 4][t / 3 % 3] * G[p % 4][t % 3];
-            if (coef == T(0)) continue;
-            const T* w = pa + (grp * kvol + (forward ? t : kvol - 1 - t)) * mc;
-            T* up = pu + (grp * P + p) * mc;
-            for (std::int64_t i = 0; i < mc; ++i) up[i] += coef * w[i];
-          }
-      const std::int64_t tw = (pixels[2] + 1) / 2, th = (pixels[1] + 1) / 2, planes = dims == 3 ? (pixels[0] + 1) / 2 : 1;
-      const std::int64_t rows = std::clamp<std::int64_t>(128 / tw, 1, th);
-      const std::int64_t league = g.batch * g.groups * planes * ((th + rows - 1) / rows);
-      if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more tiles than one launch can hold");
-      std::vector<int> bad(static_cast<std::size_t>(league), 0);
-      const double work = static_cast<double>(c.numel()) * ch * P / 4 / host_gemm_macs_per_element;
-      with_grain(backend, work < 1e18 ? static_cast<std::int64_t>(work) : INT64_MAX, [&](const auto& on) {
-        const auto launch = [&](auto kernel) {
-          run(op, on, fixed_team_policy(on, static_cast<int>(league), 1, TeamScratch{1, kernel.scratch_bytes(m, ch, tw, rows)}),
-              kernel);
-        };
-        using Member = TeamMember<std::decay_t<decltype(on)>>;
-        if (dims == 2)
-          launch(ConvWinogradHostKernel<T, Member, 2>{pu, pe, pc, bias ? pbias : nullptr, m, ch, pixels,
-                                                      {x.ext[0], x.ext[1], x.ext[2]}, g.groups, rows, bad.data()});
-        else
-          launch(ConvWinogradHostKernel<T, Member, 3>{pu, pe, pc, bias ? pbias : nullptr, m, ch, pixels,
-                                                      {x.ext[0], x.ext[1], x.ext[2]}, g.groups, rows, bad.data()});
+      with_winograd_dims(dims, [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        using Blocks = WinogradBlocks<T, D>;
+        // U_p = G w G^T per (group, channel pair), w the 3^D taps in the weight's order (grad_input:
+        // reversed, the flipped kernel).
+        const std::int64_t mc = m * ch;
+        std::fill(pu, pu + g.groups * Blocks::P * mc, T(0));
+        for (std::int64_t grp = 0; grp < g.groups; ++grp)
+          for (std::int64_t t = 0; t < kvol; ++t)
+            for (int p = 0; p < Blocks::P; ++p) {
+              const T coef = winograd_g<T, D>(p, t);
+              if (coef == T(0)) continue;
+              const T* w = pa + (grp * kvol + (forward ? t : kvol - 1 - t)) * mc;
+              T* up = pu + (grp * Blocks::P + p) * mc;
+              for (std::int64_t i = 0; i < mc; ++i) up[i] += coef * w[i];
+            }
+        const Blocks blocks{{x.ext[0], x.ext[1], x.ext[2]}, {tiles[0], tiles[1], tiles[2]},
+                            Blocks::tile_rows(tiles[2], tiles[1])};
+        const std::int64_t league = g.batch * g.groups * tiles[0] * ((tiles[1] + blocks.rows - 1) / blocks.rows);
+        if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more tiles than one launch can hold");
+        std::vector<int> bad(static_cast<std::size_t>(league), 0);
+        const double work = static_cast<double>(c.numel()) * ch * Blocks::P / 4 / host_gemm_macs_per_element;
+        with_grain(backend, work < 1e18 ? static_cast<std::int64_t>(work) : INT64_MAX, [&](const auto& on) {
+          using Kernel = ConvWinogradHostKernel<T, TeamMember<std::decay_t<decltype(on)>>, D>;
+          run(op, on,
+              fixed_team_policy(on, static_cast<int>(league), 1,
+                                TeamScratch{1, Kernel::scratch_bytes(m, ch, blocks.rows * tiles[2])}),
+              Kernel{pu, pe, pc, bias ? pbias : nullptr, m, ch, pixels, blocks, g.groups, bad.data()});
+        });
+        finite = std::find(bad.begin(), bad.end(), 1) == bad.end();
       });
-      finite = std::find(bad.begin(), bad.end(), 1) == bad.end();
     }
   }, a, e, c, bias_c, u);
   return finite ? c : conv_direct(op, product, g, dims, a, src, bias, c_shape);
@@ -1008,7 +1046,7 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
 /// \brief Y = conv(X, W) + b: the forward product (X any strided view).
 Tensor conv_forward(const char* op, const ConvGeometry& g, int dims, const Tensor& x, const Tensor& w, const Tensor* b) {
   const Shape y_shape = conv_shape(g.batch, g.groups * g.cout_g, g.out, dims);
-  const bool winograd = x.device().is_cpu() && winograd_applies(ConvProduct::forward, g, dims);
+  const bool winograd = x.device().is_cpu() && winograd_applies(g, dims);
   if (winograd || direct_on(ConvProduct::forward, g, x)) {  // A: the weight as (groups, kvol, C_out/g, C_in/g), a small copy
     const Tensor a = w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()}).permute({0, 3, 1, 2}).contiguous();
     return (winograd ? conv_winograd : conv_direct)(op, ConvProduct::forward, g, dims, a, x, b, y_shape);
@@ -1020,7 +1058,7 @@ Tensor conv_forward(const char* op, const ConvGeometry& g, int dims, const Tenso
 Tensor conv_grad_input(const char* op, const ConvGeometry& g, int dims, const Tensor& dy, const Tensor& w, const Tensor* b) {
   const Shape dx_shape = conv_shape(g.batch, g.groups * g.cin_g, g.in, dims);
   const Tensor w4 = w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()});
-  const bool winograd = dy.device().is_cpu() && winograd_applies(ConvProduct::grad_input, g, dims);
+  const bool winograd = dy.device().is_cpu() && winograd_applies(g, dims);
   if (winograd || direct_on(ConvProduct::grad_input, g, dy))  // A: (groups, kvol, C_in/g, C_out/g), a small copy
     return (winograd ? conv_winograd : conv_direct)(op, ConvProduct::grad_input, g, dims, w4.permute({0, 3, 2, 1}).contiguous(),
                                                     dy, b, dx_shape);
