@@ -16,7 +16,9 @@
 // column's. On cpu(), the forward (stride 1 along w) and grad_input (stride 1) with enough
 // channels and long enough rows are direct convolutions instead: a sum over taps of GEMM
 // micro-tiles that read E in place (ConvDirectHostKernel), and grad_weight at stride 1 along w
-// reads E in place too (ConvWeightHostKernel); the rest packs straight from the tensor.
+// reads E in place too (ConvWeightHostKernel); the rest packs straight from the tensor. A 3x3
+// (3x3x3) forward or grad_input at stride 1 with at least 32 channels runs as Winograd F(2x2, 3x3)
+// on E instead (ConvWinogradHostKernel): a GEMM per point of the transform, on the same micro-tiles.
 // pad is a gather per output element, its gradient a gather per input element, axis by axis.
 #include <algorithm>
 #include <string>
@@ -654,9 +656,9 @@ struct WinogradBlocks {
 /// C is A^T [sum over channels U ⊙ B^T d B] A, d the tile's 4^D window of E. The products per
 /// point of the 4^D-point transform are a GEMM, U_p (m x ch) times V_p (ch x tiles), on the GEMM's
 /// micro-kernel: 16 multiplications per 2x2 tile where the direct sum does 36 (2.25x fewer; 3-D 64
-/// for 216, 3.4x). Compute-bound on those GEMMs; the transforms are additions vectorised across
-/// the tiles of a block, on V and M that stay in L2. One thread per block of one (batch item,
-/// group). The transforms spread a non-finite input over its whole tile: a block whose outputs are
+/// for 216, 3.4x). Compute-bound on those GEMMs, whose k (the channels) is short: half the time
+/// (8x32x64x64, one thread; the transforms, vectorised across the tiles of a block on V and M in
+/// L2, a third; E and zeroing M the rest). One thread per block of one (batch item, group). The transforms spread a non-finite input over its whole tile: a block whose outputs are
 /// not all finite sets bad[block], and the caller then runs the direct convolution instead.
 template <class T, class Member, int D>
 struct ConvWinogradHostKernel {
