@@ -606,36 +606,45 @@ T winograd_g(int p, std::int64_t t) {
   return (D == 3 ? G[p / 16][t / 9] : T(1)) * G[p / 4 % 4][t / 3 % 3] * G[p % 4][t % 3];
 }
 
-/// \brief The blocks of Winograd's tiles that one thread transforms at a time: `rows` tile rows
-/// (2^D output pixels per tile) of one tile plane, at most 128 tiles; per channel, P rows (one per
-/// point) of the block's tiles, tb apart, the channels ld apart.
+/// \brief The blocks of Winograd's tiles that one thread transforms at a time: `cols` tiles of
+/// `rows` tile rows (2^D output pixels per tile) of one tile plane, 16 to 128 tiles, as many as keep
+/// V and M within about 1 MiB (the thread's L2); per channel, P rows (one per point) of the block's
+/// tiles, tb apart, the channels ld apart.
 template <class T, int D>
 struct WinogradBlocks {
   static constexpr int P = D == 2 ? 16 : 64;  // the transform's points: 4^D
   std::int64_t ext[3];                         // E's extents
   std::int64_t tiles[3];                       // per axis (1 along an axis 2-D does not have)
-  std::int64_t rows;
+  std::int64_t rows, cols;
 
-  static std::int64_t tile_rows(std::int64_t tile_w, std::int64_t tile_h) {
-    return std::clamp<std::int64_t>(128 / tile_w, 1, tile_h);
+  /// \brief The blocks of `tiles` for `channels` rows of V and M together, on E's extents `ext`.
+  static WinogradBlocks plan(const std::int64_t* ext, const std::int64_t* tiles, std::int64_t channels) {
+    const std::int64_t per_tile = channels * P * static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t tb = std::clamp<std::int64_t>((std::int64_t(1) << 20) / per_tile, 16, 128);
+    const std::int64_t cols = std::min(tiles[2], tb);
+    return {{ext[0], ext[1], ext[2]}, {tiles[0], tiles[1], tiles[2]}, std::clamp<std::int64_t>(tb / cols, 1, tiles[1]), cols};
   }
+  std::int64_t row_blocks() const { return (tiles[1] + rows - 1) / rows; }
+  std::int64_t col_blocks() const { return (tiles[2] + cols - 1) / cols; }
   /// \brief A channel's P rows and one cache line more, so that a GEMM tile's rows, a channel
   /// apart, do not all fall in one L1 set.
   static std::int64_t stride_of(std::int64_t tb) { return P * tb + 64 / static_cast<std::int64_t>(sizeof(T)); }
 
   /// \brief V_p = B^T d B of `ch` channels of E (from `es`, the first channel's tile plane, the
-  /// channels E's channel volume apart) for tile rows th0 .. th0 + nrows: along w from E's rows
-  /// (tile x reads 2x .. 2x + 3), then along h (and d) in place across the whole block (in L1).
-  void inputs(const T* es, std::int64_t ch, std::int64_t th0, std::int64_t nrows, T* V) const {
-    const std::int64_t tw = tiles[2], tb = nrows * tw, ld = stride_of(tb), cs = ext[0] * ext[1] * ext[2];
+  /// channels E's channel volume apart) for the tiles tx0 .. tx0 + ncols of tile rows th0 .. th0 +
+  /// nrows: along w from E's rows (tile x reads 2x .. 2x + 3), then along h (and d) in place across
+  /// the whole block (in L1).
+  void inputs(const T* es, std::int64_t ch, std::int64_t th0, std::int64_t nrows, std::int64_t tx0, std::int64_t ncols,
+              T* V) const {
+    const std::int64_t tb = nrows * ncols, ld = stride_of(tb), cs = ext[0] * ext[1] * ext[2];
     for (std::int64_t k = 0; k < ch; ++k) {
       T* v = V + k * ld;
       for (std::int64_t r = 0; r < nrows; ++r)
         for (int id = 0; id < (D == 3 ? 4 : 1); ++id)
           for (int ih = 0; ih < 4; ++ih) {
-            const T* row = es + k * cs + (id * ext[1] + 2 * (th0 + r) + ih) * ext[2];
-            T* b = v + (id * 4 + ih) * 4 * tb + r * tw;
-            for (std::int64_t i = 0; i < tw; ++i) {
+            const T* row = es + k * cs + (id * ext[1] + 2 * (th0 + r) + ih) * ext[2] + 2 * tx0;
+            T* b = v + (id * 4 + ih) * 4 * tb + r * ncols;
+            for (std::int64_t i = 0; i < ncols; ++i) {
               const T d0 = row[2 * i], d1 = row[2 * i + 1], d2 = row[2 * i + 2], d3 = row[2 * i + 3];
               b[i] = d0 - d2;
               b[tb + i] = d1 + d2;
@@ -658,8 +667,9 @@ struct WinogradBlocks {
 /// micro-kernel: 16 multiplications per 2x2 tile where the direct sum does 36 (2.25x fewer; 3-D 64
 /// for 216, 3.4x). Compute-bound on those GEMMs, whose k (the channels) is short: half the time
 /// (8x32x64x64, one thread; the transforms, vectorised across the tiles of a block on V and M in
-/// L2, a third; E and zeroing M the rest). One thread per block of one (batch item, group). The transforms spread a non-finite input over its whole tile: a block whose outputs are
-/// not all finite sets bad[block], and the caller then runs the direct convolution instead.
+/// L2, a third; E and zeroing M the rest). One thread per block of one (batch item, group). The
+/// transforms spread a non-finite input over its whole tile: a block whose outputs are not all
+/// finite sets bad[block], and the caller then runs the direct convolution instead.
 template <class T, class Member, int D>
 struct ConvWinogradHostKernel {
   using Blocks = WinogradBlocks<T, D>;
@@ -674,22 +684,22 @@ struct ConvWinogradHostKernel {
   std::int64_t groups;
   int* bad;
 
-  static std::size_t scratch_bytes(std::int64_t m, std::int64_t ch, std::int64_t tb) {
-    return sizeof(T) * static_cast<std::size_t>((m + ch) * Blocks::stride_of(tb)) + 2 * 64;
+  static std::size_t scratch_bytes(std::int64_t m, std::int64_t ch, const Blocks& blocks) {
+    return sizeof(T) * static_cast<std::size_t>((m + ch) * Blocks::stride_of(blocks.rows * blocks.cols)) + 2 * 64;
   }
-  std::int64_t blocks_per_plane() const { return (blocks.tiles[1] + blocks.rows - 1) / blocks.rows; }
 
   void operator()(const Member& team) const {
-    const std::int64_t tw = blocks.tiles[2], rows = blocks.rows, per_plane = blocks_per_plane(), block = team.league_rank();
-    const std::int64_t hb = block % per_plane, td = block / per_plane % blocks.tiles[0];
-    const std::int64_t slab = block / per_plane / blocks.tiles[0];
-    const std::int64_t grp = slab % groups, th0 = hb * rows, nrows = std::min(rows, blocks.tiles[1] - th0), tb = nrows * tw;
+    const std::int64_t col_blocks = blocks.col_blocks(), row_blocks = blocks.row_blocks(), block = team.league_rank();
+    const std::int64_t cb = block % col_blocks, hb = block / col_blocks % row_blocks;
+    const std::int64_t td = block / col_blocks / row_blocks % blocks.tiles[0], slab = block / col_blocks / row_blocks / blocks.tiles[0];
+    const std::int64_t grp = slab % groups, th0 = hb * blocks.rows, nrows = std::min(blocks.rows, blocks.tiles[1] - th0);
+    const std::int64_t tx0 = cb * blocks.cols, ncols = std::min(blocks.cols, blocks.tiles[2] - tx0), tb = nrows * ncols;
     const std::int64_t* ext = blocks.ext;
     const std::int64_t ld = Blocks::stride_of(tb), pix = cext[0] * cext[1] * cext[2];
     auto& pool = team.team_scratch(1);
     T* V = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * ch * ld, 64));
     T* M = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * m * ld, 64));
-    blocks.inputs(e + slab * ch * ext[0] * ext[1] * ext[2] + 2 * td * ext[1] * ext[2], ch, th0, nrows, V);
+    blocks.inputs(e + slab * ch * ext[0] * ext[1] * ext[2] + 2 * td * ext[1] * ext[2], ch, th0, nrows, tx0, ncols, V);
     // M_p = U_p V_p: column tiles of at most NR, strips of m as even as they go (at most MR) over
     // each (V's tile stays in L1), M_p zeroed just before (in L1 as it is summed).
     const std::int64_t strips = (m + MR - 1) / MR, base = m / strips, taller = m % strips;
@@ -702,8 +712,8 @@ struct ConvWinogradHostKernel {
                        static_cast<int>(base + (s < taller)), static_cast<int>(std::min<std::int64_t>(NR, tb - j0)));
     }
     // C's tiles = A^T M A: along d and h in place across the block, then along w into C's rows,
-    // with the bias.
-    const std::int64_t full = cext[2] / 2;
+    // with the bias. The block's whole tiles along w, then the last one of an odd row alone.
+    const std::int64_t full = std::min(ncols, cext[2] / 2 - tx0);
     int nonfinite = 0;  // y - y is 0 for every finite y
     for (std::int64_t k = 0; k < m; ++k) {
       T* v = M + k * ld;
@@ -717,15 +727,15 @@ struct ConvWinogradHostKernel {
           for (int oh = 0; oh < 2; ++oh) {
             const std::int64_t yd = 2 * td + od, yh = 2 * (th0 + r) + oh;
             if ((D == 3 && yd >= cext[0]) || yh >= cext[1]) continue;
-            T* out = c + (slab * m + k) * pix + (yd * cext[1] + yh) * cext[2];
-            const T* b = v + (od * 4 + oh) * 4 * tb + r * tw;
+            T* out = c + (slab * m + k) * pix + (yd * cext[1] + yh) * cext[2] + 2 * tx0;
+            const T* b = v + (od * 4 + oh) * 4 * tb + r * ncols;
             for (std::int64_t i = 0; i < full; ++i) {
               const T y0 = b[i] + b[tb + i] + b[2 * tb + i], y1 = b[tb + i] - b[2 * tb + i] - b[3 * tb + i];
               out[2 * i] = y0 + add;
               out[2 * i + 1] = y1 + add;
               nonfinite |= (y0 - y0 != T(0)) | (y1 - y1 != T(0));
             }
-            if (full < tw) {
+            if (full < ncols) {
               const T y0 = b[full] + b[tb + full] + b[2 * tb + full];
               out[2 * full] = y0 + add;
               nonfinite |= y0 - y0 != T(0);
@@ -740,8 +750,12 @@ struct ConvWinogradHostKernel {
 /// 3-D, every spatial axis a 3-tap kernel at stride 1 and dilation 1, and at least 32 channels on
 /// both sides (with 16 the transforms cost more than the products save: 2-D 8x16x64x64 took 1.6 ms
 /// against the direct path's 1.3, 3-D 2x16x32x32x32 6.7-7.1 against 6.1-6.4, one thread).
-bool winograd_applies(const ConvGeometry& g, int dims) {
+bool winograd_applies(const ConvGeometry& g, int dims, std::int64_t element_bytes) {
   if (dims < 2 || g.cin_g < 32 || g.cout_g < 32) return false;
+  // The smallest block (16 tiles) of V and M within 4 MiB: U-Net widths (2-D float32 up to 4096
+  // channels on the two sides together, 3-D 1024); wider layers keep the direct path.
+  const std::int64_t points = dims == 2 ? 16 : 64;
+  if ((g.cin_g + g.cout_g) * points * 16 * element_bytes > (std::int64_t(4) << 20)) return false;
   for (int a = 3 - dims; a < 3; ++a)
     if (g.k[a] != 3 || g.stride[a] != 1 || g.dil[a] != 1) return false;
   return true;
@@ -1025,9 +1039,8 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
               T* up = pu + (grp * Blocks::P + p) * mc;
               for (std::int64_t i = 0; i < mc; ++i) up[i] += coef * w[i];
             }
-        const Blocks blocks{{x.ext[0], x.ext[1], x.ext[2]}, {tiles[0], tiles[1], tiles[2]},
-                            Blocks::tile_rows(tiles[2], tiles[1])};
-        const std::int64_t league = g.batch * g.groups * tiles[0] * ((tiles[1] + blocks.rows - 1) / blocks.rows);
+        const Blocks blocks = Blocks::plan(x.ext, tiles, m + ch);
+        const std::int64_t league = g.batch * g.groups * tiles[0] * blocks.row_blocks() * blocks.col_blocks();
         if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more tiles than one launch can hold");
         std::vector<int> bad(static_cast<std::size_t>(league), 0);
         const double work = static_cast<double>(c.numel()) * ch * Blocks::P / 4 / host_gemm_macs_per_element;
@@ -1035,7 +1048,7 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
           using Kernel = ConvWinogradHostKernel<T, TeamMember<std::decay_t<decltype(on)>>, D>;
           run(op, on,
               fixed_team_policy(on, static_cast<int>(league), 1,
-                                TeamScratch{1, Kernel::scratch_bytes(m, ch, blocks.rows * tiles[2])}),
+                                TeamScratch{1, Kernel::scratch_bytes(m, ch, blocks)}),
               Kernel{pu, pe, pc, bias ? pbias : nullptr, m, ch, pixels, blocks, g.groups, bad.data()});
         });
         finite = std::find(bad.begin(), bad.end(), 1) == bad.end();
@@ -1048,7 +1061,7 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
 /// \brief Y = conv(X, W) + b: the forward product (X any strided view).
 Tensor conv_forward(const char* op, const ConvGeometry& g, int dims, const Tensor& x, const Tensor& w, const Tensor* b) {
   const Shape y_shape = conv_shape(g.batch, g.groups * g.cout_g, g.out, dims);
-  const bool winograd = x.device().is_cpu() && winograd_applies(g, dims);
+  const bool winograd = x.device().is_cpu() && winograd_applies(g, dims, static_cast<std::int64_t>(dtype_size(x.dtype())));
   if (winograd || direct_on(ConvProduct::forward, g, x)) {  // A: the weight as (groups, kvol, C_out/g, C_in/g), a small copy
     const Tensor a = w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()}).permute({0, 3, 1, 2}).contiguous();
     return (winograd ? conv_winograd : conv_direct)(op, ConvProduct::forward, g, dims, a, x, b, y_shape);
@@ -1060,7 +1073,7 @@ Tensor conv_forward(const char* op, const ConvGeometry& g, int dims, const Tenso
 Tensor conv_grad_input(const char* op, const ConvGeometry& g, int dims, const Tensor& dy, const Tensor& w, const Tensor* b) {
   const Shape dx_shape = conv_shape(g.batch, g.groups * g.cin_g, g.in, dims);
   const Tensor w4 = w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()});
-  const bool winograd = dy.device().is_cpu() && winograd_applies(g, dims);
+  const bool winograd = dy.device().is_cpu() && winograd_applies(g, dims, static_cast<std::int64_t>(dtype_size(dy.dtype())));
   if (winograd || direct_on(ConvProduct::grad_input, g, dy))  // A: (groups, kvol, C_in/g, C_out/g), a small copy
     return (winograd ? conv_winograd : conv_direct)(op, ConvProduct::grad_input, g, dims, w4.permute({0, 3, 2, 1}).contiguous(),
                                                     dy, b, dx_shape);
