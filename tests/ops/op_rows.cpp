@@ -454,6 +454,10 @@ std::vector<Row> op_table() {
       conv_row("3x3 pad 1, 9 channels", {2, 3, 1, 1, 1, 1, 0, true, false, 9}),
       conv_row("2x2x2 pad 0, 8 channels", {3, 2, 1, 0, 1, 1, 0, true, false, 8}),
       conv_row("3x3 pad 3, 8 channels (the input gradient crops dY)", {2, 3, 1, 3, 1, 1, 0, false, false, 8}),
+      // cpu()'s Winograd path (at least 32 channels): the forward and input gradient, transposed too
+      conv_row("3x3 pad 1, 32 channels", {2, 3, 1, 1, 1, 1, 0, false, false, 32}),
+      conv_row("3x3x3 pad 1, 32 channels", {3, 3, 1, 1, 1, 1, 0, false, false, 32}),
+      conv_row("3x3 pad 1, 32 channels", {2, 3, 1, 1, 1, 1, 0, true, false, 32}),
       op("conv2d stride 2 along rows, 8 channels", conv_shapes({2, 3, 1, 1, 1, 1, 0, false, false, 8}),
          KTEN(kten::conv2d(x[0], x[1], x[2], {2, 1}, {1})), TORCH(at::conv2d(x[0], x[1], x[2], {2, 1}, 1)))
           .sums().specials_in({0}, kConvSpecials).covers("conv2d"),
