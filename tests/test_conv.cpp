@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include <Kokkos_Core.hpp>
 #include <catch2/catch_approx.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -19,6 +20,32 @@ using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
+
+// The labels of the kernels f launches (Kokkos Tools' callback, from the launching thread).
+std::vector<std::string>& launched() {
+  static std::vector<std::string> labels;
+  return labels;
+}
+void on_launch(const char* label, std::uint32_t, std::uint64_t*) { launched().emplace_back(label); }
+template <class F>
+std::vector<std::string> kernels_of(F f) {
+  namespace tools = Kokkos::Tools::Experimental;
+  struct Watch {
+    Watch() { tools::set_begin_parallel_for_callback(on_launch); }
+    ~Watch() { tools::set_begin_parallel_for_callback(nullptr); }
+  };
+  launched().clear();
+  {
+    const Watch watch;
+    f();
+  }
+  return launched();
+}
+// How many of `labels` are of cpu()'s convolution path `path` ("[winograd]", "[direct]").
+std::size_t launches_of(const std::vector<std::string>& labels, const std::string& path) {
+  return static_cast<std::size_t>(
+      std::count_if(labels.begin(), labels.end(), [&](const std::string& l) { return l.find(path) != std::string::npos; }));
+}
 
 // The message of the ShapeError that f throws ("" when it throws none).
 template <class F>
@@ -131,27 +158,58 @@ TEST_CASE("an infinite weight times the zero padding is NaN, forward and input g
 
 TEST_CASE("an infinite input reaches only the outputs whose window holds it, forward and input gradient", "[conv]") {
   // 32 channels: cpu()'s Winograd path, whose transforms would spread the infinity over whole
-  // tiles; it then runs the direct convolution. 8 channels: the direct path.
+  // tiles; it then runs the direct convolution. 8 channels: the direct path. The infinity in 2-D
+  // inside, in 3-D in the last, partial tile of every axis (odd extents).
+  struct Case {
+    std::int64_t d, h, w, at_d, at_h, at_w;
+  };
   const Device d = test::device();
-  const std::int64_t h = 6, w = 34;
-  for (const std::int64_t ch : {8, 32}) {
+  for (const Case& g : {Case{1, 6, 34, 0, 2, 5}, Case{3, 5, 33, 2, 4, 32}})
+    for (const std::int64_t ch : {8, 32}) {
+      const bool three_d = g.d > 1;
+      INFO((three_d ? "conv3d" : "conv2d") << " of " << ch << " channels");
+      const std::int64_t volume = g.d * g.h * g.w;
+      const Shape shape = three_d ? Shape{1, ch, g.d, g.h, g.w} : Shape{1, ch, g.h, g.w};
+      const Tensor weight = full(three_d ? Shape{ch, ch, 3, 3, 3} : Shape{ch, ch, 3, 3}, 0.01, d);
+      std::vector<float> xv(static_cast<std::size_t>(ch * volume), 0.5f);
+      xv[static_cast<std::size_t>(3 * volume + (g.at_d * g.h + g.at_h) * g.w + g.at_w)] = INFINITY;  // channel 3
+      const Tensor x = tensor(xv, shape, d).requires_grad_();
+      Tensor y;
+      const std::vector<std::string> kernels = kernels_of([&] {
+        y = three_d ? conv3d(x, weight, {}, {1}, {1}) : conv2d(x, weight, {}, {1}, {1});
+        y.backward(tensor(xv, shape, d));  // dY infinite at the same pixel
+        synchronize(d);
+      });
+      CHECK(launches_of(kernels, "[winograd]") == (d.is_cpu() && ch == 32 ? 2 : 0));
+      if (ch == 32) CHECK(launches_of(kernels, "[direct]") == (d.is_cpu() ? 2 : 0));  // Winograd's products run again
+      const std::vector<float> out = y.to_vector<float>(), gx = x.grad().to_vector<float>();
+      for (std::int64_t c = 0; c < ch; ++c)
+        for (std::int64_t i = 0; i < g.d; ++i)
+          for (std::int64_t j = 0; j < g.h; ++j)
+            for (std::int64_t k = 0; k < g.w; ++k) {
+              INFO("channel " << c << ", pixel (" << i << ", " << j << ", " << k << ")");
+              const std::size_t at = static_cast<std::size_t>(c * volume + (i * g.h + j) * g.w + k);
+              // every channel reads channel 3 there
+              const bool window = std::abs(i - g.at_d) <= 1 && std::abs(j - g.at_h) <= 1 && std::abs(k - g.at_w) <= 1;
+              CHECK((window ? out[at] == INFINITY : std::isfinite(out[at])));
+              CHECK((window ? gx[at] == INFINITY : std::isfinite(gx[at])));
+            }
+    }
+}
+
+TEST_CASE("cpu() runs 3x3 convolutions of at least 32 channels as Winograd, fewer directly", "[conv]") {
+  // The kernels' labels say which path ran; finite values keep Winograd's result.
+  const Device d = test::device();
+  for (const std::int64_t ch : {16, 32}) {
     INFO(ch << " channels");
-    const Tensor weight = full({ch, ch, 3, 3}, 0.01, d);
-    std::vector<float> xv(static_cast<std::size_t>(ch * h * w), 0.5f);
-    xv[static_cast<std::size_t>((3 * h + 2) * w + 5)] = INFINITY;  // channel 3, pixel (2, 5)
-    const Tensor x = tensor(xv, Shape{1, ch, h, w}, d).requires_grad_();
-    const Tensor y = conv2d(x, weight, {}, {1}, {1});
-    y.backward(tensor(xv, Shape{1, ch, h, w}, d));  // dY infinite at the same pixel
-    const std::vector<float> yv = y.to_vector<float>(), gx = x.grad().to_vector<float>();
-    for (std::int64_t c = 0; c < ch; ++c)
-      for (std::int64_t i = 0; i < h; ++i)
-        for (std::int64_t j = 0; j < w; ++j) {
-          INFO("channel " << c << ", pixel (" << i << ", " << j << ")");
-          const std::size_t at = static_cast<std::size_t>((c * h + i) * w + j);
-          const bool window = std::abs(i - 2) <= 1 && std::abs(j - 5) <= 1;  // every channel reads channel 3 there
-          CHECK((window ? yv[at] == INFINITY : std::isfinite(yv[at])));
-          CHECK((window ? gx[at] == INFINITY : std::isfinite(gx[at])));
-        }
+    const Tensor x = rand({1, ch, 6, 32}, d, 1).requires_grad_(), w = rand({ch, ch, 3, 3}, d, 2);  // rows of whole vectors
+    const std::vector<std::string> kernels = kernels_of([&] {
+      const Tensor y = conv2d(x, w, {}, {1}, {1});
+      sum(y).backward();  // the forward and the input gradient
+      synchronize(d);
+    });
+    CHECK(launches_of(kernels, "[winograd]") == (d.is_cpu() && ch == 32 ? 2 : 0));
+    CHECK(launches_of(kernels, "[direct]") == (d.is_cpu() && ch == 16 ? 2 : 0));
   }
 }
 
@@ -166,8 +224,11 @@ TEST_CASE("3x3 and 3x3x3 convolutions with many channels match a float64 loop, f
   const Device d = test::device();
   // 3-D: the weight gradient's 4 x 5 tile rows per batch item in slabs of 2, one of which crosses a
   // plane. 261 pixels along w: 131 tiles, two blocks of tiles along a row, the last tile partial.
+  // 69 rows: 35 tile rows in blocks of 16, 16 and 3. Padding 3: the input gradient's E starts a
+  // pixel inside dY.
   for (const Case& c : {Case{{2, 32, 9, 35}, {40, 32, 3, 3}, 2, 1}, Case{{1, 64, 7, 20}, {64, 32, 3, 3}, 0, 2},
-                        Case{{1, 32, 3, 261}, {32, 32, 3, 3}, 1, 1}, Case{{4, 32, 7, 9, 11}, {32, 32, 3, 3, 3}, 1, 1}})
+                        Case{{1, 32, 3, 261}, {32, 32, 3, 3}, 1, 1}, Case{{1, 32, 69, 16}, {32, 32, 3, 3}, 1, 1},
+                        Case{{1, 32, 5, 19}, {32, 32, 3, 3}, 3, 1}, Case{{4, 32, 7, 9, 11}, {32, 32, 3, 3, 3}, 1, 1}})
     for (const DType dtype : {DType::float32, DType::float64}) {
       const bool three_d = c.x.size() == 5;
       INFO((three_d ? "conv3d" : "conv2d") << ", padding " << c.pad << ", " << c.groups << " groups, "

@@ -972,9 +972,10 @@ Tensor conv_direct(const char* op, ConvProduct product, const ConvGeometry& g, i
       const std::int64_t league = g.batch * g.groups * pixels[0] * pixels[1];
       if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more rows than one launch can hold");
       const double work = static_cast<double>(c.numel()) * ch * g.kvol() / host_gemm_macs_per_element;
+      const std::string label = std::string(op) + " [direct]";  // profilers (and a test) see which path ran
       with_grain(backend, work < 1e18 ? static_cast<std::int64_t>(work) : INT64_MAX, [&](const auto& on) {
         using Kernel = ConvDirectHostKernel<T, TeamMember<std::decay_t<decltype(on)>>>;
-        run(op, on, fixed_team_policy(on, static_cast<int>(league), 1, TeamScratch{1, sizeof(std::int64_t) * g.kvol()}),
+        run(label.c_str(), on, fixed_team_policy(on, static_cast<int>(league), 1, TeamScratch{1, sizeof(std::int64_t) * g.kvol()}),
             Kernel{pa, pe, pc, bias ? pbias : nullptr, m, ch, g, !forward, x});
       });
     }
@@ -1044,9 +1045,10 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
         if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more tiles than one launch can hold");
         std::vector<int> bad(static_cast<std::size_t>(league), 0);
         const double work = static_cast<double>(c.numel()) * ch * Blocks::P / 4 / host_gemm_macs_per_element;
+        const std::string label = std::string(op) + " [winograd]";  // profilers (and a test) see which path ran
         with_grain(backend, work < 1e18 ? static_cast<std::int64_t>(work) : INT64_MAX, [&](const auto& on) {
           using Kernel = ConvWinogradHostKernel<T, TeamMember<std::decay_t<decltype(on)>>, D>;
-          run(op, on,
+          run(label.c_str(), on,
               fixed_team_policy(on, static_cast<int>(league), 1,
                                 TeamScratch{1, Kernel::scratch_bytes(m, ch, blocks)}),
               Kernel{pu, pe, pc, bias ? pbias : nullptr, m, ch, pixels, blocks, g.groups, bad.data()});
