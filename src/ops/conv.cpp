@@ -353,19 +353,22 @@ struct ConvHostKernel {
 /// \brief c (h x w, row stride ldc) += a (h x kb, rows lda apart) b (kb rows ldb apart), h <= MR,
 /// w <= NR, summed over `parts` (micro_tile's a_step and b_offsets): the micro-kernel of the strip's
 /// height and the narrowest whole-vector width, through a buffer when w is narrower (the direct
-/// convolution and ConvWeightHostKernel, whose operands are read in place). One instantiation per
-/// element type, whichever host space runs the kernel.
-template <class T>
+/// convolution and ConvWeightHostKernel, whose operands are read in place). With Accumulate false,
+/// c = a b (Winograd's products: no zeroing of c first). One instantiation per element type,
+/// whichever host space runs the kernel.
+template <class T, bool Accumulate = true>
 void conv_tile(const T* a, std::int64_t lda, const T* b, std::int64_t ldb, int kb, T* c, std::int64_t ldc, int h, int w,
                int parts = 1, std::int64_t a_step = 0, const std::int64_t* b_offsets = nullptr) {
   using Gemm = HostGemmKernel<T, TeamMember<HostBackend>>;  // its micro-kernels are static: any member type
   with_extent<Gemm::MR, 1>(h, [&](auto rows) {
     with_extent<Gemm::NR, HostGemmBlocking<T>::lanes>(w, [&](auto cols) {
       constexpr int R = decltype(rows)::value, W = decltype(cols)::value;
-      if (W == w) return Gemm::template micro_tile<false, W, R>(a, lda, b, kb, c, ldc, ldb, parts, a_step, b_offsets);
+      if (W == w)
+        return Gemm::template micro_tile<false, W, R, Accumulate>(a, lda, b, kb, c, ldc, ldb, parts, a_step, b_offsets);
       T edge[R * W] = {};
-      for (int r = 0; r < R; ++r)
-        for (int j = 0; j < w; ++j) edge[r * W + j] = c[r * ldc + j];
+      if (Accumulate)
+        for (int r = 0; r < R; ++r)
+          for (int j = 0; j < w; ++j) edge[r * W + j] = c[r * ldc + j];
       Gemm::template micro_tile<false, W, R>(a, lda, b, kb, edge, W, ldb, parts, a_step, b_offsets);
       for (int r = 0; r < R; ++r)
         for (int j = 0; j < w; ++j) c[r * ldc + j] = edge[r * W + j];
@@ -667,7 +670,7 @@ struct WinogradBlocks {
 /// micro-kernel: 16 multiplications per 2x2 tile where the direct sum does 36 (2.25x fewer; 3-D 64
 /// for 216, 3.4x). Compute-bound on those GEMMs, whose k (the channels) is short: half the time
 /// (8x32x64x64, one thread; the transforms, vectorised across the tiles of a block on V and M in
-/// L2, a third; E and zeroing M the rest). One thread per block of one (batch item, group). The
+/// L2, a third; E the rest). One thread per block of one (batch item, group). The
 /// transforms spread a non-finite input over its whole tile: a block whose outputs are not all
 /// finite sets bad[block], and the caller then runs the direct convolution instead.
 template <class T, class Member, int D>
@@ -701,16 +704,14 @@ struct ConvWinogradHostKernel {
     T* M = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * m * ld, 64));
     blocks.inputs(e + slab * ch * ext[0] * ext[1] * ext[2] + 2 * td * ext[1] * ext[2], ch, th0, nrows, tx0, ncols, V);
     // M_p = U_p V_p: column tiles of at most NR, strips of m as even as they go (at most MR) over
-    // each (V's tile stays in L1), M_p zeroed just before (in L1 as it is summed).
+    // each (V's tile stays in L1), written whole (no zeroing first).
     const std::int64_t strips = (m + MR - 1) / MR, base = m / strips, taller = m % strips;
     const T* ug = u + grp * P * m * ch;
-    for (int p = 0; p < P; ++p) {
-      for (std::int64_t i = 0; i < m; ++i) std::fill(M + i * ld + p * tb, M + i * ld + (p + 1) * tb, T(0));
+    for (int p = 0; p < P; ++p)
       for (std::int64_t j0 = 0; j0 < tb; j0 += NR)
         for (std::int64_t s = 0, i = 0; s < strips; i += base + (s < taller), ++s)
-          conv_tile<T>(ug + (p * m + i) * ch, ch, V + p * tb + j0, ld, static_cast<int>(ch), M + i * ld + p * tb + j0, ld,
-                       static_cast<int>(base + (s < taller)), static_cast<int>(std::min<std::int64_t>(NR, tb - j0)));
-    }
+          conv_tile<T, false>(ug + (p * m + i) * ch, ch, V + p * tb + j0, ld, static_cast<int>(ch), M + i * ld + p * tb + j0,
+                              ld, static_cast<int>(base + (s < taller)), static_cast<int>(std::min<std::int64_t>(NR, tb - j0)));
     // C's tiles = A^T M A: along d and h in place across the block, then along w into C's rows,
     // with the bias. The block's whole tiles along w, then the last one of an odd row alone.
     const std::int64_t full = std::min(ncols, cext[2] / 2 - tx0);

@@ -110,7 +110,7 @@ struct HostGemmKernel {
     return sizeof(T) * (static_cast<std::size_t>(KC) * plan.cols + MR * KC) + 2 * 64;
   }
 
-  /// \brief c (Rows x Cols, row stride ldc) += a b over kb steps of k. a(r, p) is a[p * MR + r] when
+  /// \brief c (Rows x Cols, row stride ldc) += a b over kb steps of k (= a b without Accumulate). a(r, p) is a[p * MR + r] when
   /// Packed, else a[r * lda + p]; b's rows lie ldb apart: a packed micro-panel (rows of NR) but for
   /// the direct convolution's rows read in place (conv.cpp); the first Cols columns are used. Rows
   /// is MR but for the convolutions' shorter strips, which split a few channels evenly rather than
@@ -119,14 +119,14 @@ struct HostGemmKernel {
   /// registers: part q's a from a + q * a_step, its b from b + b_offsets[q]. No branches around
   /// the loop: with them GCC keeps fewer accumulators in the 16 registers of AVX2 and spills the
   /// rest.
-  template <bool Packed, int Cols, int Rows = MR>
+  template <bool Packed, int Cols, int Rows = MR, bool Accumulate = true>
   KOKKOS_INLINE_FUNCTION static void micro_tile(const T* a, std::int64_t lda, const T* b, int kb, T* c,
                                                 std::int64_t ldc, std::int64_t ldb = NR, int parts = 1,
                                                 std::int64_t a_step = 0, const std::int64_t* b_offsets = nullptr) {
     static_assert(Rows >= 1 && Rows <= MR, "a micro-tile holds at most MR rows");
     T acc[Rows * Cols];
     for (int r = 0; r < Rows; ++r)
-      for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = c[r * ldc + j];
+      for (int j = 0; j < Cols; ++j) acc[r * Cols + j] = Accumulate ? c[r * ldc + j] : T(0);
     for (int q = 0; q < parts; ++q) {
       const T* aq = a + q * a_step;
       const T* bq = b_offsets ? b + b_offsets[q] : b;
