@@ -610,9 +610,9 @@ T winograd_g(int p, std::int64_t t) {
 }
 
 /// \brief The blocks of Winograd's tiles that one thread transforms at a time: `cols` tiles of
-/// `rows` tile rows (2^D output pixels per tile) of one tile plane, 16 to 128 tiles, as many as keep
-/// V and M within about 1 MiB (the thread's L2); per channel, P rows (one per point) of the block's
-/// tiles, tb apart, the channels ld apart.
+/// `rows` tile rows (2^D output pixels per tile) of one tile plane, at most 128 tiles and as many as
+/// keep V and M within about 1 MiB (the thread's L2), but at least 16 where the plane has them; per
+/// channel, P rows (one per point) of the block's tiles, tb apart, the channels ld apart.
 template <class T, int D>
 struct WinogradBlocks {
   static constexpr int P = D == 2 ? 16 : 64;  // the transform's points: 4^D
