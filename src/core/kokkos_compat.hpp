@@ -44,6 +44,18 @@ KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
 #define KTEN_UNROLL
 #endif
 
+/// \brief Asserts that the next loop's iterations are independent (no store feeds a later load):
+/// a loop with more streams than GCC checks for overlap at run time (10) is otherwise left scalar.
+/// GCC only: clang's `vectorize(assume_safety)` is a warning (an error under -Werror) wherever its
+/// optimiser cannot vectorise the loop, as at -O1.
+#if defined(__clang__) || defined(__NVCC__)  // nvcc's front end does not know the GCC spelling
+#define KTEN_IVDEP
+#elif defined(__GNUC__)
+#define KTEN_IVDEP _Pragma("GCC ivdep")
+#else
+#define KTEN_IVDEP
+#endif
+
 /// \brief Keeps a device function out of line on AMD GPUs: inlined into ResampleGradKernel's loops
 /// over three axes, every axis' parameters stayed live in scalar registers, and the kernel spilled 4
 /// of gfx90a's 102 (out of line: 101, no spill). Elsewhere the function inlines as usual.

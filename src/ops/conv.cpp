@@ -635,28 +635,37 @@ struct WinogradBlocks {
 
   /// \brief V_p = B^T d B of `ch` channels of E (from `es`, the first channel's tile plane, the
   /// channels E's channel volume apart) for the tiles tx0 .. tx0 + ncols of tile rows th0 .. th0 +
-  /// nrows: along w from E's rows (tile x reads 2x .. 2x + 3), then along h (and d) in place across
-  /// the whole block (in L1).
+  /// nrows: along w and h in one pass over four rows of E (tile x reads 2x .. 2x + 3 of each), then
+  /// along d in place across the whole block (in L1).
   void inputs(const T* es, std::int64_t ch, std::int64_t th0, std::int64_t nrows, std::int64_t tx0, std::int64_t ncols,
               T* V) const {
     const std::int64_t tb = nrows * ncols, ld = stride_of(tb), cs = ext[0] * ext[1] * ext[2];
     for (std::int64_t k = 0; k < ch; ++k) {
       T* v = V + k * ld;
       for (std::int64_t r = 0; r < nrows; ++r)
-        for (int id = 0; id < (D == 3 ? 4 : 1); ++id)
-          for (int ih = 0; ih < 4; ++ih) {
-            const T* row = es + k * cs + (id * ext[1] + 2 * (th0 + r) + ih) * ext[2] + 2 * tx0;
-            T* b = v + (id * 4 + ih) * 4 * tb + r * ncols;
-            for (std::int64_t i = 0; i < ncols; ++i) {
-              const T d0 = row[2 * i], d1 = row[2 * i + 1], d2 = row[2 * i + 2], d3 = row[2 * i + 3];
-              b[i] = d0 - d2;
-              b[tb + i] = d1 + d2;
-              b[2 * tb + i] = d2 - d1;
-              b[3 * tb + i] = d1 - d3;
+        for (int id = 0; id < (D == 3 ? 4 : 1); ++id) {
+          const T* r0 = es + k * cs + (id * ext[1] + 2 * (th0 + r)) * ext[2] + 2 * tx0;
+          const T *r1 = r0 + ext[2], *r2 = r1 + ext[2], *r3 = r2 + ext[2];
+          T* b = v + id * 16 * tb + r * ncols;
+          KTEN_IVDEP  // 16 stores to V and 4 rows of E: more streams than GCC's overlap checks
+          for (std::int64_t i = 0; i < ncols; ++i) {
+            T a[4][4];  // [ih][jw]: along w first
+            const T* rows[4] = {r0, r1, r2, r3};
+            for (int ih = 0; ih < 4; ++ih) {
+              const T d0 = rows[ih][2 * i], d1 = rows[ih][2 * i + 1], d2 = rows[ih][2 * i + 2], d3 = rows[ih][2 * i + 3];
+              a[ih][0] = d0 - d2;
+              a[ih][1] = d1 + d2;
+              a[ih][2] = d2 - d1;
+              a[ih][3] = d1 - d3;
+            }
+            for (int jw = 0; jw < 4; ++jw) {
+              b[jw * tb + i] = a[0][jw] - a[2][jw];
+              b[(4 + jw) * tb + i] = a[1][jw] + a[2][jw];
+              b[(8 + jw) * tb + i] = a[2][jw] - a[1][jw];
+              b[(12 + jw) * tb + i] = a[1][jw] - a[3][jw];
             }
           }
-      for (int id = 0; id < (D == 3 ? 4 : 1); ++id)
-        for (int j = 0; j < 4; ++j) winograd_in(v + (id * 16 + j) * tb, 4 * tb, tb);
+        }
       if constexpr (D == 3)
         for (int j = 0; j < 16; ++j) winograd_in(v + j * tb, 16 * tb, tb);
     }
