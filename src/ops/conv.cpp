@@ -697,7 +697,7 @@ struct ConvWinogradHostKernel {
   int* bad;
 
   static std::size_t scratch_bytes(std::int64_t m, std::int64_t ch, const Blocks& blocks) {
-    return sizeof(T) * static_cast<std::size_t>((m + ch) * Blocks::stride_of(blocks.rows * blocks.cols)) + 2 * 64;
+    return sizeof(T) * static_cast<std::size_t>((m + ch) * Blocks::stride_of(blocks.rows * blocks.cols) + 2 * blocks.cols) + 3 * 64;
   }
 
   void operator()(const Member& team) const {
@@ -711,6 +711,7 @@ struct ConvWinogradHostKernel {
     auto& pool = team.team_scratch(1);
     T* V = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * ch * ld, 64));
     T* M = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * m * ld, 64));
+    T* spare = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * 2 * blocks.cols, 64));
     blocks.inputs(e + slab * ch * ext[0] * ext[1] * ext[2] + 2 * td * ext[1] * ext[2], ch, th0, nrows, tx0, ncols, V);
     // M_p = U_p V_p: column tiles of at most NR, strips of m as even as they go (at most MR) over
     // each (V's tile stays in L1), written whole (no zeroing first).
@@ -721,36 +722,54 @@ struct ConvWinogradHostKernel {
         for (std::int64_t s = 0, i = 0; s < strips; i += base + (s < taller), ++s)
           conv_tile<T, false>(ug + (p * m + i) * ch, ch, V + p * tb + j0, ld, static_cast<int>(ch), M + i * ld + p * tb + j0,
                               ld, static_cast<int>(base + (s < taller)), static_cast<int>(std::min<std::int64_t>(NR, tb - j0)));
-    // C's tiles = A^T M A: along d and h in place across the block, then along w into C's rows,
-    // with the bias. The block's whole tiles along w, then the last one of an odd row alone.
+    // C's tiles = A^T M A: along d in place across the block, then along h and w in one pass into
+    // C's two rows of each tile row, with the bias. The block's whole tiles along w, then the last
+    // one of an odd row alone; the second row of the last tile row of an odd extent goes to `spare`.
     const std::int64_t full = std::min(ncols, cext[2] / 2 - tx0);
     int nonfinite = 0;  // y - y is 0 for every finite y
     for (std::int64_t k = 0; k < m; ++k) {
       T* v = M + k * ld;
       if constexpr (D == 3)
         for (int j = 0; j < 16; ++j) winograd_out(v + j * tb, 16 * tb, tb);
-      for (int od = 0; od < (D == 3 ? 2 : 1); ++od)
-        for (int j = 0; j < 4; ++j) winograd_out(v + (od * 16 + j) * tb, 4 * tb, tb);
       const T add = bias ? bias[grp * m + k] : T(0);
       for (std::int64_t r = 0; r < nrows; ++r)
-        for (int od = 0; od < (D == 3 ? 2 : 1); ++od)
-          for (int oh = 0; oh < 2; ++oh) {
-            const std::int64_t yd = 2 * td + od, yh = 2 * (th0 + r) + oh;
-            if ((D == 3 && yd >= cext[0]) || yh >= cext[1]) continue;
-            T* out = c + (slab * m + k) * pix + (yd * cext[1] + yh) * cext[2] + 2 * tx0;
-            const T* b = v + (od * 4 + oh) * 4 * tb + r * ncols;
-            for (std::int64_t i = 0; i < full; ++i) {
-              const T y0 = b[i] + b[tb + i] + b[2 * tb + i], y1 = b[tb + i] - b[2 * tb + i] - b[3 * tb + i];
-              out[2 * i] = y0 + add;
-              out[2 * i + 1] = y1 + add;
-              nonfinite |= (y0 - y0 != T(0)) | (y1 - y1 != T(0));
+        for (int od = 0; od < (D == 3 ? 2 : 1); ++od) {
+          const std::int64_t yd = 2 * td + od, yh = 2 * (th0 + r);
+          if (D == 3 && yd >= cext[0]) continue;
+          T* out0 = c + (slab * m + k) * pix + (yd * cext[1] + yh) * cext[2] + 2 * tx0;
+          T* out1 = yh + 1 < cext[1] ? out0 + cext[2] : spare;
+          const T* b = v + od * 16 * tb + r * ncols;  // point (ph, jw) at b + (4 ph + jw) tb
+          const auto tile = [&](std::int64_t i, T (&y)[2][2]) {
+            T s[2][4];  // [oh][jw]: along h first
+            for (int jw = 0; jw < 4; ++jw) {
+              const T m0 = b[jw * tb + i], m1 = b[(4 + jw) * tb + i], m2 = b[(8 + jw) * tb + i], m3 = b[(12 + jw) * tb + i];
+              s[0][jw] = m0 + m1 + m2;
+              s[1][jw] = m1 - m2 - m3;
             }
-            if (full < ncols) {
-              const T y0 = b[full] + b[tb + full] + b[2 * tb + full];
-              out[2 * full] = y0 + add;
-              nonfinite |= y0 - y0 != T(0);
+            for (int oh = 0; oh < 2; ++oh) {
+              y[oh][0] = s[oh][0] + s[oh][1] + s[oh][2];
+              y[oh][1] = s[oh][1] - s[oh][2] - s[oh][3];
             }
+          };
+          KTEN_IVDEP  // 16 rows of M and two of C: more streams than GCC's overlap checks
+          for (std::int64_t i = 0; i < full; ++i) {
+            T y[2][2];
+            tile(i, y);
+            out0[2 * i] = y[0][0] + add;
+            out0[2 * i + 1] = y[0][1] + add;
+            out1[2 * i] = y[1][0] + add;
+            out1[2 * i + 1] = y[1][1] + add;
+            nonfinite |= (y[0][0] - y[0][0] != T(0)) | (y[0][1] - y[0][1] != T(0)) | (y[1][0] - y[1][0] != T(0)) |
+                         (y[1][1] - y[1][1] != T(0));
           }
+          if (full < ncols) {
+            T y[2][2];
+            tile(full, y);
+            out0[2 * full] = y[0][0] + add;
+            out1[2 * full] = y[1][0] + add;
+            nonfinite |= (y[0][0] - y[0][0] != T(0)) | (y[1][0] - y[1][0] != T(0));
+          }
+        }
     }
     bad[block] = nonfinite;
   }
