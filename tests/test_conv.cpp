@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 #include <catch2/catch_approx.hpp>
@@ -131,28 +132,28 @@ TEST_CASE("an infinite weight times the zero padding is NaN, forward and input g
   const Device d = test::device();
   const std::int64_t h = 3, w = 32;
   for (const std::int64_t ch : {8, 32}) {
-  INFO(ch << " channels");
-  std::vector<float> wv(static_cast<std::size_t>(ch * ch * 9), 0.01f);
-  wv[static_cast<std::size_t>((2 * ch + 5) * 9)] = INFINITY;  // output channel 2, input channel 5, tap (0, 0)
-  const Tensor weight = tensor(wv, Shape{ch, ch, 3, 3}, d);
-  const Tensor x = (arange(ch * h * w, d).reshape({1, ch, h, w}) * 0.001).requires_grad_();
-  const Tensor y = conv2d(x, weight, {}, {1}, {1});
-  sum(y).backward();
-  const std::vector<float> yv = y.to_vector<float>(), gx = x.grad().to_vector<float>();
-  for (std::int64_t c = 0; c < ch; ++c)
-    for (std::int64_t i = 0; i < h; ++i)
-      for (std::int64_t j = 0; j < w; ++j) {
-        INFO("channel " << c << ", pixel (" << i << ", " << j << ")");
-        const float out = yv[static_cast<std::size_t>((c * h + i) * w + j)], grad = gx[static_cast<std::size_t>((c * h + i) * w + j)];
-        // y: tap (0, 0) of output pixel (i, j) reads x at (i - 1, j - 1); the padding where i or j is 0.
-        if (c != 2) CHECK(std::isfinite(out));
-        else if (i == 0 || j == 0) CHECK(std::isnan(out));
-        else CHECK(out == INFINITY);
-        // dx: input pixel (i, j) gets tap (0, 0) from dy at (i + 1, j + 1); the padding on the last row and column.
-        if (c != 5) CHECK(std::isfinite(grad));
-        else if (i == h - 1 || j == w - 1) CHECK(std::isnan(grad));
-        else CHECK(grad == INFINITY);
-      }
+    INFO(ch << " channels");
+    std::vector<float> wv(static_cast<std::size_t>(ch * ch * 9), 0.01f);
+    wv[static_cast<std::size_t>((2 * ch + 5) * 9)] = INFINITY;  // output channel 2, input channel 5, tap (0, 0)
+    const Tensor weight = tensor(wv, Shape{ch, ch, 3, 3}, d);
+    const Tensor x = (arange(ch * h * w, d).reshape({1, ch, h, w}) * 0.001).requires_grad_();
+    const Tensor y = conv2d(x, weight, {}, {1}, {1});
+    sum(y).backward();
+    const std::vector<float> yv = y.to_vector<float>(), gx = x.grad().to_vector<float>();
+    for (std::int64_t c = 0; c < ch; ++c)
+      for (std::int64_t i = 0; i < h; ++i)
+        for (std::int64_t j = 0; j < w; ++j) {
+          INFO("channel " << c << ", pixel (" << i << ", " << j << ")");
+          const float out = yv[static_cast<std::size_t>((c * h + i) * w + j)], grad = gx[static_cast<std::size_t>((c * h + i) * w + j)];
+          // y: tap (0, 0) of output pixel (i, j) reads x at (i - 1, j - 1); the padding where i or j is 0.
+          if (c != 2) CHECK(std::isfinite(out));
+          else if (i == 0 || j == 0) CHECK(std::isnan(out));
+          else CHECK(out == INFINITY);
+          // dx: input pixel (i, j) gets tap (0, 0) from dy at (i + 1, j + 1); the padding on the last row and column.
+          if (c != 5) CHECK(std::isfinite(grad));
+          else if (i == h - 1 || j == w - 1) CHECK(std::isnan(grad));
+          else CHECK(grad == INFINITY);
+        }
   }
 }
 

@@ -1021,13 +1021,6 @@ void winograd_tiles(const std::int64_t* pixels, int dims, std::int64_t* tiles, C
   }
 }
 
-/// \brief f(std::integral_constant<int, D>) for the 2 or 3 spatial axes of a Winograd product.
-template <class F>
-void with_winograd_dims(int dims, F&& f) {
-  if (dims == 2) f(std::integral_constant<int, 2>{});
-  else f(std::integral_constant<int, 3>{});
-}
-
 /// \brief cpu()'s Winograd convolution (ConvWinogradHostKernel) of a forward or grad_input, `a` as
 /// conv_direct takes it. Where the weight or an output is not finite, the transforms would have
 /// spread a special value over whole tiles: the product is run as conv_direct instead.
@@ -1053,7 +1046,7 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
     } else {
       for (std::int64_t i = 0; i < g.groups * kvol * m * ch; ++i) finite = finite && pa[i] - pa[i] == T(0);
       if (!finite) return;
-      with_winograd_dims(dims, [&](auto d) {
+      const auto on_dims = [&](auto d) {  // d: std::integral_constant, the 2 or 3 spatial axes
         constexpr int D = decltype(d)::value;
         using Blocks = WinogradBlocks<T, D>;
         // U_p = G w G^T per (group, channel pair), w the 3^D taps in the weight's order (grad_input:
@@ -1083,7 +1076,9 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
               Kernel{pu, pe, pc, bias ? pbias : nullptr, m, ch, pixels, blocks, g.groups, bad.data()});
         });
         finite = std::find(bad.begin(), bad.end(), 1) == bad.end();
-      });
+      };
+      if (dims == 2) on_dims(std::integral_constant<int, 2>{});
+      else on_dims(std::integral_constant<int, 3>{});
     }
   }, a, e, c, bias_c, u);
   return finite ? c : conv_direct(op, product, g, dims, a, src, bias, c_shape);

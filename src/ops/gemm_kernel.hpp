@@ -110,9 +110,10 @@ struct HostGemmKernel {
     return sizeof(T) * (static_cast<std::size_t>(KC) * plan.cols + MR * KC) + 2 * 64;
   }
 
-  /// \brief c (Rows x Cols, row stride ldc) += a b over kb steps of k (= a b without Accumulate). a(r, p) is a[p * MR + r] when
-  /// Packed, else a[r * lda + p]; b's rows lie ldb apart: a packed micro-panel (rows of NR) but for
-  /// the direct convolution's rows read in place (conv.cpp); the first Cols columns are used. Rows
+  /// \brief c (Rows x Cols, row stride ldc) += a b over kb steps of k (c = a b without
+  /// Accumulate). a(r, p) is a[p * MR + r] when Packed, else a[r * lda + p]; b's rows lie ldb apart:
+  /// a packed micro-panel (rows of NR) but for the direct convolution's rows read in place
+  /// (conv.cpp); the first Cols columns are used. Rows
   /// is MR but for the convolutions' shorter strips, which split a few channels evenly rather than
   /// pad the last strip to MR rows. The convolutions sum `parts` such products (the direct
   /// convolution's taps, the weight gradient's output rows) with the accumulators held in
