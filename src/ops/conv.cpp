@@ -56,7 +56,7 @@ enum class ConvProduct { forward, grad_input, grad_weight };
 
 /// \brief d[e * ds] = row[(i0 + e) * rs] where 0 <= i0 + e < n, else zero, for e < count: one
 /// row segment of the im2col operand at stride 1, the padding as two zero fills around a plain
-/// copy (a vector copy when both sides are contiguous).
+/// copy (a vector copy when both sides are contiguous, or d is and the row's step is 2).
 template <class T>
 KOKKOS_INLINE_FUNCTION void copy_run(T* d, std::int64_t ds, const T* row, std::int64_t rs, std::int64_t i0, std::int64_t n,
                                      std::int64_t count) {
@@ -65,6 +65,9 @@ KOKKOS_INLINE_FUNCTION void copy_run(T* d, std::int64_t ds, const T* row, std::i
   if (ds == 1 && rs == 1) {
     const T* r = row + i0;
     for (std::int64_t e = lo; e < hi; ++e) d[e] = r[e];
+  } else if (ds == 1 && rs == 2) {  // every other element (Winograd's split rows): vectorised with shuffles
+    const T* r = row + 2 * i0;
+    for (std::int64_t e = lo; e < hi; ++e) d[e] = r[2 * e];
   } else {
     for (std::int64_t e = lo; e < hi; ++e) d[e * ds] = row[(i0 + e) * rs];
   }
@@ -458,9 +461,12 @@ struct ConvWeightHostKernel {
 /// step] (d, h, w) where that divides and lies inside src's extents `src`, else 0; then `tail`
 /// zeros. The forward and
 /// grad_weight extend X by the padding; grad_input spreads dY out by the stride (step) with a
-/// front of (k - 1) dil - pad, so that every tap reads E at a fixed displacement.
+/// front of (k - 1) dil - pad, so that every tap reads E at a fixed displacement. With `split`
+/// (cpu()'s Winograd, step 1 along w; host only: a whole row per index), each row of E holds its
+/// even columns, then its odd ones.
 struct ConvExtension {
   std::int64_t front[3], ext[3], src[3], step[3], tail;
+  bool split;
 };
 
 /// \brief The source index along one axis of E's index e, or -1 for a zero.
@@ -494,6 +500,14 @@ struct ExtendKernel {
       return;
     }
     const T* r = src + n * ss[0] + (nc - n * channels) * ss[1] + sd * ss[2] + sh * ss[3];
+    if (x.split) {  // a whole row (host): column 2j + p of E at d[p half + j], source column 2j + p - front
+      const std::int64_t half = span / 2;
+      for (std::int64_t p = 0; p < 2; ++p) {
+        const std::int64_t s0 = ((p - x.front[2]) % 2 + 2) % 2;  // the parity of the source's columns
+        copy_run(d + p * half, 1, r + s0 * ss[4], 2 * ss[4], (p - x.front[2] - s0) / 2, (x.src[2] - s0 + 1) / 2, half);
+      }
+      return;
+    }
     if (x.step[2] == 1) return copy_run(d, 1, r, ss[4], ew - x.front[2], x.src[2], span);
     for (std::int64_t j = 0; j < span; ++j) {
       const std::int64_t sw = extension_source(x, 2, ew + j);
@@ -635,8 +649,10 @@ struct WinogradBlocks {
 
   /// \brief V_p = B^T d B of `ch` channels of E (from `es`, the first channel's tile plane, the
   /// channels E's channel volume apart) for the tiles tx0 .. tx0 + ncols of tile rows th0 .. th0 +
-  /// nrows: along w and h in one pass over four rows of E (tile x reads 2x .. 2x + 3 of each), then
-  /// along d in place across the whole block (in L1).
+  /// nrows: along w and h in one pass over four rows of E, then along d in place across the whole
+  /// block (in L1). E's rows are split (ConvExtension::split): tile x's columns 2x .. 2x + 3 are
+  /// x and x + 1 of the even half and of the odd half, so every load is a plain vector load (on
+  /// columns 2x + j, AVX2 spent more on the shuffles than on the transform's arithmetic).
   void inputs(const T* es, std::int64_t ch, std::int64_t th0, std::int64_t nrows, std::int64_t tx0, std::int64_t ncols,
               T* V) const {
     const std::int64_t tb = nrows * ncols, ld = stride_of(tb), cs = ext[0] * ext[1] * ext[2];
@@ -644,15 +660,16 @@ struct WinogradBlocks {
       T* v = V + k * ld;
       for (std::int64_t r = 0; r < nrows; ++r)
         for (int id = 0; id < (D == 3 ? 4 : 1); ++id) {
-          const T* r0 = es + k * cs + (id * ext[1] + 2 * (th0 + r)) * ext[2] + 2 * tx0;
+          const T* r0 = es + k * cs + (id * ext[1] + 2 * (th0 + r)) * ext[2] + tx0;  // even columns, then odd ones
           const T *r1 = r0 + ext[2], *r2 = r1 + ext[2], *r3 = r2 + ext[2];
+          const std::int64_t odd = ext[2] / 2;
           T* b = v + id * 16 * tb + r * ncols;
           KTEN_IVDEP  // 16 stores to V and 4 rows of E: more streams than GCC's overlap checks
           for (std::int64_t i = 0; i < ncols; ++i) {
             T a[4][4];  // [ih][jw]: along w first
             const T* rows[4] = {r0, r1, r2, r3};
             for (int ih = 0; ih < 4; ++ih) {
-              const T d0 = rows[ih][2 * i], d1 = rows[ih][2 * i + 1], d2 = rows[ih][2 * i + 2], d3 = rows[ih][2 * i + 3];
+              const T d0 = rows[ih][i], d1 = rows[ih][odd + i], d2 = rows[ih][i + 1], d3 = rows[ih][odd + i + 1];
               a[ih][0] = d0 - d2;
               a[ih][1] = d1 + d2;
               a[ih][2] = d2 - d1;
@@ -1029,6 +1046,7 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
   const bool forward = product == ConvProduct::forward;
   const std::int64_t* pixels = forward ? g.out : g.in;  // C's
   ConvExtension x = extension_of(product, g, 0);
+  x.split = true;  // unit-stride loads in the input's transform (tile x reads columns 2x .. 2x + 3)
   std::int64_t tiles[3];
   winograd_tiles(pixels, dims, tiles, x);
   const std::int64_t m = forward ? g.cout_g : g.cin_g, ch = forward ? g.cin_g : g.cout_g, kvol = g.kvol();
