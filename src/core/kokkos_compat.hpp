@@ -56,6 +56,15 @@ KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
 #define KTEN_IVDEP
 #endif
 
+/// \brief 1 in the device pass of a CUDA or HIP compilation, else 0: a host-only branch of a kernel
+/// that is also compiled for GPUs is left out there (`if constexpr (!KTEN_DEVICE_PASS)`), so that
+/// its registers do not count against every GPU launch of the kernel.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define KTEN_DEVICE_PASS 1
+#else
+#define KTEN_DEVICE_PASS 0
+#endif
+
 /// \brief Keeps a device function out of line on AMD GPUs: inlined into ResampleGradKernel's loops
 /// over three axes, every axis' parameters stayed live in scalar registers, and the kernel spilled 4
 /// of gfx90a's 102 (out of line: 101, no spill). Elsewhere the function inlines as usual.

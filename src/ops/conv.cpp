@@ -65,7 +65,7 @@ KOKKOS_INLINE_FUNCTION void copy_run(T* d, std::int64_t ds, const T* row, std::i
   if (ds == 1 && rs == 1) {
     const T* r = row + i0;
     for (std::int64_t e = lo; e < hi; ++e) d[e] = r[e];
-  } else if (ds == 1 && rs == 2) {  // every other element (Winograd's split rows): vectorised with shuffles
+  } else if (!KTEN_DEVICE_PASS && ds == 1 && rs == 2) {  // every other element (Winograd's split rows, host only)
     const T* r = row + 2 * i0;
     for (std::int64_t e = lo; e < hi; ++e) d[e] = r[2 * e];
   } else {
@@ -500,13 +500,15 @@ struct ExtendKernel {
       return;
     }
     const T* r = src + n * ss[0] + (nc - n * channels) * ss[1] + sd * ss[2] + sh * ss[3];
-    if (x.split) {  // a whole row (host): column 2j + p of E at d[p half + j], source column 2j + p - front
-      const std::int64_t half = span / 2;
-      for (std::int64_t p = 0; p < 2; ++p) {
-        const std::int64_t s0 = ((p - x.front[2]) % 2 + 2) % 2;  // the parity of the source's columns
-        copy_run(d + p * half, 1, r + s0 * ss[4], 2 * ss[4], (p - x.front[2] - s0) / 2, (x.src[2] - s0 + 1) / 2, half);
+    if constexpr (!KTEN_DEVICE_PASS) {
+      if (x.split) {  // a whole row: column 2j + p of E at d[p half + j], source column 2j + p - front
+        const std::int64_t half = span / 2;
+        for (std::int64_t p = 0; p < 2; ++p) {
+          const std::int64_t s0 = ((p - x.front[2]) % 2 + 2) % 2;  // the parity of the source's columns
+          copy_run(d + p * half, 1, r + s0 * ss[4], 2 * ss[4], (p - x.front[2] - s0) / 2, (x.src[2] - s0 + 1) / 2, half);
+        }
+        return;
       }
-      return;
     }
     if (x.step[2] == 1) return copy_run(d, 1, r, ss[4], ew - x.front[2], x.src[2], span);
     for (std::int64_t j = 0; j < span; ++j) {
