@@ -704,7 +704,7 @@ struct WinogradBlocks {
 template <class T, class Member, int D>
 struct ConvWinogradHostKernel {
   using Blocks = WinogradBlocks<T, D>;
-  static constexpr int P = Blocks::P, MR = HostGemmBlocking<T>::rows, NR = HostGemmBlocking<T>::cols;
+  static constexpr int P = Blocks::P, MR = HostGemmBlocking<T>::product_rows, NR = HostGemmBlocking<T>::cols;
   const T* u;  // per (group, point): U_p, m x ch, rows contiguous
   const T* e;
   T* c;
@@ -732,8 +732,9 @@ struct ConvWinogradHostKernel {
     T* M = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * m * ld, 64));
     T* spare = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * 2 * blocks.cols, 64));
     blocks.inputs(e + slab * ch * ext[0] * ext[1] * ext[2] + 2 * td * ext[1] * ext[2], ch, th0, nrows, tx0, ncols, V);
-    // M_p = U_p V_p: column tiles of at most NR, strips of m as even as they go (at most MR) over
-    // each (V's tile stays in L1), written whole (no zeroing first).
+    // M_p = U_p V_p: column tiles of at most NR, strips of m as even as they go (at most MR, the
+    // rows that stay in registers in this form) over each (V's tile stays in L1), written whole (no
+    // zeroing first).
     const std::int64_t strips = (m + MR - 1) / MR, base = m / strips, taller = m % strips;
     const T* ug = u + grp * P * m * ch;
     for (int p = 0; p < P; ++p)
