@@ -56,7 +56,7 @@ enum class ConvProduct { forward, grad_input, grad_weight };
 
 /// \brief d[e * ds] = row[(i0 + e) * rs] where 0 <= i0 + e < n, else zero, for e < count: one
 /// row segment of the im2col operand at stride 1, the padding as two zero fills around a plain
-/// copy (a vector copy when both sides are contiguous, or d is and the row's step is 2).
+/// copy (a vector copy when both sides are contiguous, or d is and the row's step is 2 or 4).
 template <class T>
 KOKKOS_INLINE_FUNCTION void copy_run(T* d, std::int64_t ds, const T* row, std::int64_t rs, std::int64_t i0, std::int64_t n,
                                      std::int64_t count) {
@@ -65,9 +65,12 @@ KOKKOS_INLINE_FUNCTION void copy_run(T* d, std::int64_t ds, const T* row, std::i
   if (ds == 1 && rs == 1) {
     const T* r = row + i0;
     for (std::int64_t e = lo; e < hi; ++e) d[e] = r[e];
-  } else if (!KTEN_DEVICE_PASS && ds == 1 && rs == 2) {  // every other element (Winograd's split rows, host only)
+  } else if (!KTEN_DEVICE_PASS && ds == 1 && rs == 2) {  // one phase of Winograd's split rows (host only)
     const T* r = row + 2 * i0;
     for (std::int64_t e = lo; e < hi; ++e) d[e] = r[2 * e];
+  } else if (!KTEN_DEVICE_PASS && ds == 1 && rs == 4) {
+    const T* r = row + 4 * i0;
+    for (std::int64_t e = lo; e < hi; ++e) d[e] = r[4 * e];
   } else {
     for (std::int64_t e = lo; e < hi; ++e) d[e * ds] = row[(i0 + e) * rs];
   }
@@ -461,12 +464,12 @@ struct ConvWeightHostKernel {
 /// step] (d, h, w) where that divides and lies inside src's extents `src`, else 0; then `tail`
 /// zeros. The forward and
 /// grad_weight extend X by the padding; grad_input spreads dY out by the stride (step) with a
-/// front of (k - 1) dil - pad, so that every tap reads E at a fixed displacement. With `split`
-/// (cpu()'s Winograd, step 1 along w; host only: a whole row per index), each row of E holds its
-/// even columns, then its odd ones.
+/// front of (k - 1) dil - pad, so that every tap reads E at a fixed displacement. With `phases`
+/// above 1 (cpu()'s Winograd, R of them, step 1 along w; host only: a whole row per index), each
+/// row of E holds its columns R j + p, phase p after phase p - 1, ext[2] / R of each.
 struct ConvExtension {
   std::int64_t front[3], ext[3], src[3], step[3], tail;
-  bool split;
+  int phases;
 };
 
 /// \brief The source index along one axis of E's index e, or -1 for a zero.
@@ -501,11 +504,11 @@ struct ExtendKernel {
     }
     const T* r = src + n * ss[0] + (nc - n * channels) * ss[1] + sd * ss[2] + sh * ss[3];
     if constexpr (!KTEN_DEVICE_PASS) {
-      if (x.split) {  // a whole row: column 2j + p of E at d[p half + j], source column 2j + p - front
-        const std::int64_t half = span / 2;
-        for (std::int64_t p = 0; p < 2; ++p) {
-          const std::int64_t s0 = ((p - x.front[2]) % 2 + 2) % 2;  // the parity of the source's columns
-          copy_run(d + p * half, 1, r + s0 * ss[4], 2 * ss[4], (p - x.front[2] - s0) / 2, (x.src[2] - s0 + 1) / 2, half);
+      if (x.phases > 1) {  // a whole row: column R j + p of E at d[p len + j], source column R j + p - front
+        const std::int64_t n = x.phases, len = span / n;
+        for (std::int64_t p = 0; p < n; ++p) {
+          const std::int64_t s0 = ((p - x.front[2]) % n + n) % n;  // the source's columns of this phase: s0 + n i
+          copy_run(d + p * len, 1, r + s0 * ss[4], n * ss[4], (p - x.front[2] - s0) / n, (x.src[2] - s0 + n - 1) / n, len);
         }
         return;
       }
@@ -593,47 +596,120 @@ bool direct_on(ConvProduct product, const ConvGeometry& g, const Tensor& src) {
          direct_applies(product, g, HostIsa::vector_bytes / static_cast<std::int64_t>(dtype_size(src.dtype())));
 }
 
-/// \brief Winograd F(2, 3)'s input side along one axis, in place: four arrays of n tiles' values,
-/// s apart, become B^T d (d0 - d2, d1 + d2, d2 - d1, d1 - d3). Vectorised across the tiles.
-template <class T>
+/// \brief Winograd F(R, 3) along one axis (R = 2 or 4 outputs per tile, A = R + 2 points): the
+/// input side B^T d, the output side A^T m and the kernel side G's rows, as explicit sums (a
+/// product by one of the matrices' zeros would turn an infinity into NaN and cost a multiply).
+/// F(4, 3)'s points are 0, +-1, +-2 and infinity (Lavin and Gray's matrices).
+template <int R>
+struct WinogradAxis;
+
+template <>
+struct WinogradAxis<2> {
+  static constexpr int A = 4;
+  static constexpr double G[A][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  template <class T>
+  KOKKOS_INLINE_FUNCTION static void in(const T (&d)[A], T (&v)[A]) {
+    v[0] = d[0] - d[2];
+    v[1] = d[1] + d[2];
+    v[2] = d[2] - d[1];
+    v[3] = d[1] - d[3];
+  }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION static void out(const T (&m)[A], T (&y)[2]) {
+    y[0] = m[0] + m[1] + m[2];
+    y[1] = m[1] - m[2] - m[3];
+  }
+};
+
+template <>
+struct WinogradAxis<4> {
+  static constexpr int A = 6;
+  static constexpr double G[A][3] = {{0.25, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+  template <class T>
+  KOKKOS_INLINE_FUNCTION static void in(const T (&d)[A], T (&v)[A]) {
+    const T s13 = d[3] - d[1], s24 = d[4] - d[2];
+    v[0] = T(4) * d[0] - T(5) * d[2] + d[4];
+    v[1] = (d[3] + d[4]) - T(4) * (d[1] + d[2]);
+    v[2] = (d[4] - d[3]) + T(4) * (d[1] - d[2]);
+    v[3] = s24 + T(2) * s13;
+    v[4] = s24 - T(2) * s13;
+    v[5] = T(4) * d[1] - T(5) * d[3] + d[5];
+  }
+  template <class T>
+  KOKKOS_INLINE_FUNCTION static void out(const T (&m)[A], T (&y)[4]) {
+    const T p12 = m[1] + m[2], d12 = m[1] - m[2], p34 = m[3] + m[4], d34 = m[3] - m[4];
+    y[0] = m[0] + p12 + p34;
+    y[1] = d12 + T(2) * d34;
+    y[2] = p12 + T(4) * p34;
+    y[3] = d12 + T(8) * d34 + m[5];
+  }
+};
+
+/// \brief The input side along one axis, in place: A arrays of n tiles' values, s apart.
+/// Vectorised across the tiles.
+template <int R, class T>
 void winograd_in(T* v, std::int64_t s, std::int64_t n) {
+  constexpr int A = WinogradAxis<R>::A;
+  KTEN_IVDEP  // A loads and A stores of one array each: more streams than GCC's overlap checks
   for (std::int64_t i = 0; i < n; ++i) {
-    const T d0 = v[i], d1 = v[s + i], d2 = v[2 * s + i], d3 = v[3 * s + i];
-    v[i] = d0 - d2;
-    v[s + i] = d1 + d2;
-    v[2 * s + i] = d2 - d1;
-    v[3 * s + i] = d1 - d3;
+    T d[A], t[A];
+    for (int j = 0; j < A; ++j) d[j] = v[j * s + i];
+    WinogradAxis<R>::in(d, t);
+    for (int j = 0; j < A; ++j) v[j * s + i] = t[j];
   }
 }
 
-/// \brief Winograd F(2, 3)'s output side along one axis, in place: four arrays become the two
-/// outputs A^T m (m0 + m1 + m2, m1 - m2 - m3) in the first two.
-template <class T>
+/// \brief The output side along one axis, in place: A arrays become the R outputs in the first R.
+template <int R, class T>
 void winograd_out(T* v, std::int64_t s, std::int64_t n) {
+  constexpr int A = WinogradAxis<R>::A;
+  KTEN_IVDEP
   for (std::int64_t i = 0; i < n; ++i) {
-    const T m0 = v[i], m1 = v[s + i], m2 = v[2 * s + i], m3 = v[3 * s + i];
-    v[i] = m0 + m1 + m2;
-    v[s + i] = m1 - m2 - m3;
+    T m[A], y[R];
+    for (int j = 0; j < A; ++j) m[j] = v[j * s + i];
+    WinogradAxis<R>::out(m, y);
+    for (int j = 0; j < R; ++j) v[j * s + i] = y[j];
   }
 }
 
-/// \brief G's entry (point p, tap t) of a 3^D kernel in the 4^D-point transform, the product of the
-/// 1-D G (rows (1, 0, 0), (1, 1, 1)/2, (1, -1, 1)/2, (0, 0, 1)) along each axis.
-template <class T, int D>
+/// \brief G's entry (point p, tap t) of a 3^D kernel in the A^D-point transform, the product of
+/// the 1-D G along each axis.
+template <class T, int D, int R>
 T winograd_g(int p, std::int64_t t) {
-  static constexpr T G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  return (D == 3 ? G[p / 16][t / 9] : T(1)) * G[p / 4 % 4][t / 3 % 3] * G[p % 4][t % 3];
+  using Axis = WinogradAxis<R>;
+  constexpr int A = Axis::A;
+  const double gd = D == 3 ? Axis::G[p / (A * A)][t / 9] : 1;
+  return static_cast<T>(gd * Axis::G[p / A % A][t / 3 % 3] * Axis::G[p % A][t % 3]);
+}
+
+/// \brief R, the outputs per axis of cpu()'s Winograd tiles: F(4x4, 3x3) for 2-D float32 (36 points
+/// for 16 outputs, 4x fewer multiplications than the direct sum, at 5-10x F(2x2)'s rounding error),
+/// F(2x2, 3x3) for float64 (16 for 4, 2.25x fewer: float64 keeps the smaller error) and F(2x2x2,
+/// 3x3x3) in 3-D (64 for 8, 3.4x fewer).
+constexpr int winograd_tile(int dims, std::int64_t element_bytes) { return dims == 2 && element_bytes == 4 ? 4 : 2; }
+
+/// \brief The points of that transform: (R + 2)^D.
+constexpr std::int64_t winograd_points(int dims, std::int64_t element_bytes) {
+  const std::int64_t a = winograd_tile(dims, element_bytes) + 2;
+  return dims == 2 ? a * a : a * a * a;
 }
 
 /// \brief The blocks of Winograd's tiles that one thread transforms at a time: `cols` tiles of
-/// `rows` tile rows (2^D output pixels per tile) of one tile plane, at most 128 tiles and as many as
-/// keep V and M within about 1 MiB (the thread's L2), but at least 16 where the plane has them; per
-/// channel, P rows (one per point) of the block's tiles, tb apart, the channels ld apart.
-template <class T, int D>
+/// `rows` tile rows (R^D output pixels per tile) of one tile plane, at most 128 tiles and as many
+/// as keep V and M within about 1 MiB (the thread's L2), but at least 16 where the plane has them;
+/// per channel, P rows (one per point) of the block's tiles, tb apart, the channels ld apart.
+template <class T, int D, int R>
 struct WinogradBlocks {
-  static constexpr int P = D == 2 ? 16 : 64;  // the transform's points: 4^D
-  std::int64_t ext[3];                         // E's extents
-  std::int64_t tiles[3];                       // per axis (1 along an axis 2-D does not have)
+  static constexpr int A = WinogradAxis<R>::A;  // points per axis
+  static constexpr int P = D == 2 ? A * A : A * A * A;
+  static constexpr int outputs = D == 2 ? R * R : R * R * R;  // per tile
+  std::int64_t ext[3];    // E's extents
+  std::int64_t tiles[3];  // per axis (1 along an axis 2-D does not have)
   std::int64_t rows, cols;
 
   /// \brief The blocks of `tiles` for `channels` rows of V and M together, on E's extents `ext`.
@@ -651,60 +727,50 @@ struct WinogradBlocks {
 
   /// \brief V_p = B^T d B of `ch` channels of E (from `es`, the first channel's tile plane, the
   /// channels E's channel volume apart) for the tiles tx0 .. tx0 + ncols of tile rows th0 .. th0 +
-  /// nrows: along w and h in one pass over four rows of E, then along d in place across the whole
-  /// block (in L1). E's rows are split (ConvExtension::split): tile x's columns 2x .. 2x + 3 are
-  /// x and x + 1 of the even half and of the odd half, so every load is a plain vector load (on
-  /// columns 2x + j, AVX2 spent more on the shuffles than on the transform's arithmetic).
+  /// nrows, one channel at a time (its P rows in L1): along w from E's rows, then along h and d
+  /// in place. E's rows are split into R phases (ConvExtension::phases): tile x's column j is
+  /// element x + j / R of phase j % R, so every load is a plain vector load across the tiles (on
+  /// columns R x + j, AVX2 spent more on the shuffles than on the transform's arithmetic).
   void inputs(const T* es, std::int64_t ch, std::int64_t th0, std::int64_t nrows, std::int64_t tx0, std::int64_t ncols,
               T* V) const {
-    const std::int64_t tb = nrows * ncols, ld = stride_of(tb), cs = ext[0] * ext[1] * ext[2];
+    const std::int64_t tb = nrows * ncols, ld = stride_of(tb), cs = ext[0] * ext[1] * ext[2], phase = ext[2] / R;
     for (std::int64_t k = 0; k < ch; ++k) {
       T* v = V + k * ld;
       for (std::int64_t r = 0; r < nrows; ++r)
-        for (int id = 0; id < (D == 3 ? 4 : 1); ++id) {
-          const T* r0 = es + k * cs + (id * ext[1] + 2 * (th0 + r)) * ext[2] + tx0;  // even columns, then odd ones
-          const T *r1 = r0 + ext[2], *r2 = r1 + ext[2], *r3 = r2 + ext[2];
-          const std::int64_t odd = ext[2] / 2;
-          T* b = v + id * 16 * tb + r * ncols;
-          KTEN_IVDEP  // 16 stores to V and 4 rows of E: more streams than GCC's overlap checks
-          for (std::int64_t i = 0; i < ncols; ++i) {
-            T a[4][4];  // [ih][jw]: along w first
-            const T* rows[4] = {r0, r1, r2, r3};
-            for (int ih = 0; ih < 4; ++ih) {
-              const T d0 = rows[ih][i], d1 = rows[ih][odd + i], d2 = rows[ih][i + 1], d3 = rows[ih][odd + i + 1];
-              a[ih][0] = d0 - d2;
-              a[ih][1] = d1 + d2;
-              a[ih][2] = d2 - d1;
-              a[ih][3] = d1 - d3;
-            }
-            for (int jw = 0; jw < 4; ++jw) {
-              b[jw * tb + i] = a[0][jw] - a[2][jw];
-              b[(4 + jw) * tb + i] = a[1][jw] + a[2][jw];
-              b[(8 + jw) * tb + i] = a[2][jw] - a[1][jw];
-              b[(12 + jw) * tb + i] = a[1][jw] - a[3][jw];
+        for (int id = 0; id < (D == 3 ? A : 1); ++id)
+          for (int ih = 0; ih < A; ++ih) {
+            const T* row = es + k * cs + (id * ext[1] + R * (th0 + r) + ih) * ext[2] + tx0;
+            T* b = v + (id * A + ih) * A * tb + r * ncols;
+            KTEN_IVDEP  // A stores to V and A phase streams of E: more streams than GCC's overlap checks
+            for (std::int64_t i = 0; i < ncols; ++i) {
+              T d[A], t[A];
+              for (int j = 0; j < A; ++j) d[j] = row[j % R * phase + j / R + i];
+              WinogradAxis<R>::in(d, t);
+              for (int j = 0; j < A; ++j) b[j * tb + i] = t[j];
             }
           }
-        }
+      for (int id = 0; id < (D == 3 ? A : 1); ++id)
+        for (int jw = 0; jw < A; ++jw) winograd_in<R>(v + (id * A * A + jw) * tb, A * tb, tb);
       if constexpr (D == 3)
-        for (int j = 0; j < 16; ++j) winograd_in(v + j * tb, 16 * tb, tb);
+        for (int j = 0; j < A * A; ++j) winograd_in<R>(v + j * tb, A * A * tb, tb);
     }
   }
 };
 
 /// \brief cpu(), the forward and grad_input of a 3x3 (3x3x3) convolution at stride 1 and
-/// dilation 1, 2-D or 3-D (`D` axes), as Winograd F(2x2, 3x3) (F(2x2x2, 3x3x3)): each 2^D tile of
-/// C is A^T [sum over channels U ⊙ B^T d B] A, d the tile's 4^D window of E. The products per
-/// point of the 4^D-point transform are a GEMM, U_p (m x ch) times V_p (ch x tiles), on the GEMM's
-/// micro-kernel: 16 multiplications per 2x2 tile where the direct sum does 36 (2.25x fewer; 3-D 64
-/// for 216, 3.4x). Compute-bound on those GEMMs, whose k (the channels) is short: half the time
-/// (8x32x64x64, one thread; the transforms, vectorised across the tiles of a block on V and M in
-/// L2, a third; E the rest). One thread per block of one (batch item, group). The
+/// dilation 1, 2-D or 3-D (`D` axes), as Winograd F(R^D, 3^D) (winograd_tile): each R^D tile of
+/// C is A^T [sum over channels U ⊙ B^T d B] A, d the tile's (R + 2)^D window of E. The products
+/// per point of the transform are a GEMM, U_p (m x ch) times V_p (ch x tiles), on the GEMM's
+/// micro-kernel. Compute-bound on those GEMMs, whose k (the channels) is short; the transforms,
+/// vectorised across the tiles of a block on V and M in L1 and L2, and E are bandwidth-bound
+/// (docs/performance.md has the shares). One thread per block of one (batch item, group). The
 /// transforms spread a non-finite input over its whole tile: a block whose outputs are not all
 /// finite sets bad[block], and the caller then runs the direct convolution instead.
 template <class T, class Member, int D>
 struct ConvWinogradHostKernel {
-  using Blocks = WinogradBlocks<T, D>;
-  static constexpr int P = Blocks::P, MR = HostGemmBlocking<T>::product_rows, NR = HostGemmBlocking<T>::cols;
+  static constexpr int R = winograd_tile(D, sizeof(T));
+  using Blocks = WinogradBlocks<T, D, R>;
+  static constexpr int A = Blocks::A, P = Blocks::P, MR = HostGemmBlocking<T>::product_rows, NR = HostGemmBlocking<T>::cols;
   const T* u;  // per (group, point): U_p, m x ch, rows contiguous
   const T* e;
   T* c;
@@ -716,7 +782,7 @@ struct ConvWinogradHostKernel {
   int* bad;
 
   static std::size_t scratch_bytes(std::int64_t m, std::int64_t ch, const Blocks& blocks) {
-    return sizeof(T) * static_cast<std::size_t>((m + ch) * Blocks::stride_of(blocks.rows * blocks.cols) + 2 * blocks.cols) + 3 * 64;
+    return sizeof(T) * static_cast<std::size_t>((m + ch) * Blocks::stride_of(blocks.rows * blocks.cols) + R * blocks.cols) + 3 * 64;
   }
 
   void operator()(const Member& team) const {
@@ -730,8 +796,8 @@ struct ConvWinogradHostKernel {
     auto& pool = team.team_scratch(1);
     T* V = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * ch * ld, 64));
     T* M = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * m * ld, 64));
-    T* spare = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * 2 * blocks.cols, 64));
-    blocks.inputs(e + slab * ch * ext[0] * ext[1] * ext[2] + 2 * td * ext[1] * ext[2], ch, th0, nrows, tx0, ncols, V);
+    T* spare = static_cast<T*>(pool.get_shmem_aligned(sizeof(T) * R * blocks.cols, 64));
+    blocks.inputs(e + slab * ch * ext[0] * ext[1] * ext[2] + R * td * ext[1] * ext[2], ch, th0, nrows, tx0, ncols, V);
     // M_p = U_p V_p: column tiles of at most NR, strips of m as even as they go (at most MR, the
     // rows that stay in registers in this form) over each (V's tile stays in L1), written whole (no
     // zeroing first).
@@ -742,54 +808,48 @@ struct ConvWinogradHostKernel {
         for (std::int64_t s = 0, i = 0; s < strips; i += base + (s < taller), ++s)
           conv_tile<T, false>(ug + (p * m + i) * ch, ch, V + p * tb + j0, ld, static_cast<int>(ch), M + i * ld + p * tb + j0,
                               ld, static_cast<int>(base + (s < taller)), static_cast<int>(std::min<std::int64_t>(NR, tb - j0)));
-    // C's tiles = A^T M A: along d in place across the block, then along h and w in one pass into
-    // C's two rows of each tile row, with the bias. The block's whole tiles along w, then the last
-    // one of an odd row alone; the second row of the last tile row of an odd extent goes to `spare`.
-    const std::int64_t full = std::min(ncols, cext[2] / 2 - tx0);
+    // C's tiles = A^T M A: along d and h in place, then along w into C's rows, with the bias. The
+    // block's whole tiles along w, then the last one of a row whose extent R does not divide; rows
+    // past C's last (the last tile row's) go to `spare`.
+    const std::int64_t full = std::min(ncols, cext[2] / R - tx0), last = full < ncols ? cext[2] - R * (tx0 + full) : 0;
     int nonfinite = 0;  // y - y is 0 for every finite y
     for (std::int64_t k = 0; k < m; ++k) {
       T* v = M + k * ld;
       if constexpr (D == 3)
-        for (int j = 0; j < 16; ++j) winograd_out(v + j * tb, 16 * tb, tb);
+        for (int j = 0; j < A * A; ++j) winograd_out<R>(v + j * tb, A * A * tb, tb);
+      for (int od = 0; od < (D == 3 ? R : 1); ++od)
+        for (int jw = 0; jw < A; ++jw) winograd_out<R>(v + (od * A * A + jw) * tb, A * tb, tb);
       const T add = bias ? bias[grp * m + k] : T(0);
       for (std::int64_t r = 0; r < nrows; ++r)
-        for (int od = 0; od < (D == 3 ? 2 : 1); ++od) {
-          const std::int64_t yd = 2 * td + od, yh = 2 * (th0 + r);
-          if (D == 3 && yd >= cext[0]) continue;
-          T* out0 = c + (slab * m + k) * pix + (yd * cext[1] + yh) * cext[2] + 2 * tx0;
-          T* out1 = yh + 1 < cext[1] ? out0 + cext[2] : spare;
-          const T* b = v + od * 16 * tb + r * ncols;  // point (ph, jw) at b + (4 ph + jw) tb
-          const auto tile = [&](std::int64_t i, T (&y)[2][2]) {
-            T s[2][4];  // [oh][jw]: along h first
-            for (int jw = 0; jw < 4; ++jw) {
-              const T m0 = b[jw * tb + i], m1 = b[(4 + jw) * tb + i], m2 = b[(8 + jw) * tb + i], m3 = b[(12 + jw) * tb + i];
-              s[0][jw] = m0 + m1 + m2;
-              s[1][jw] = m1 - m2 - m3;
+        for (int od = 0; od < (D == 3 ? R : 1); ++od)
+          for (int oh = 0; oh < R; ++oh) {
+            const std::int64_t yd = R * td + od, yh = R * (th0 + r) + oh;
+            if (D == 3 && yd >= cext[0]) continue;
+            T* out = yh < cext[1] ? c + (slab * m + k) * pix + (yd * cext[1] + yh) * cext[2] + R * tx0 : spare;
+            const T* b = v + (od * A + oh) * A * tb + r * ncols;  // point (od, oh, jw) at b + jw tb
+            const auto tile = [&](std::int64_t i, T (&y)[R]) {
+              T mw[A];
+              for (int j = 0; j < A; ++j) mw[j] = b[j * tb + i];
+              WinogradAxis<R>::out(mw, y);
+            };
+            KTEN_IVDEP  // A rows of M and one of C: more streams than GCC's overlap checks
+            for (std::int64_t i = 0; i < full; ++i) {
+              T y[R];
+              tile(i, y);
+              for (int q = 0; q < R; ++q) {
+                out[R * i + q] = y[q] + add;
+                nonfinite |= y[q] - y[q] != T(0);
+              }
             }
-            for (int oh = 0; oh < 2; ++oh) {
-              y[oh][0] = s[oh][0] + s[oh][1] + s[oh][2];
-              y[oh][1] = s[oh][1] - s[oh][2] - s[oh][3];
+            if (last > 0) {
+              T y[R];
+              tile(full, y);
+              for (int q = 0; q < last; ++q) {
+                out[R * full + q] = y[q] + add;
+                nonfinite |= y[q] - y[q] != T(0);
+              }
             }
-          };
-          KTEN_IVDEP  // 16 rows of M and two of C: more streams than GCC's overlap checks
-          for (std::int64_t i = 0; i < full; ++i) {
-            T y[2][2];
-            tile(i, y);
-            out0[2 * i] = y[0][0] + add;
-            out0[2 * i + 1] = y[0][1] + add;
-            out1[2 * i] = y[1][0] + add;
-            out1[2 * i + 1] = y[1][1] + add;
-            nonfinite |= (y[0][0] - y[0][0] != T(0)) | (y[0][1] - y[0][1] != T(0)) | (y[1][0] - y[1][0] != T(0)) |
-                         (y[1][1] - y[1][1] != T(0));
           }
-          if (full < ncols) {
-            T y[2][2];
-            tile(full, y);
-            out0[2 * full] = y[0][0] + add;
-            out1[2 * full] = y[1][0] + add;
-            nonfinite |= (y[0][0] - y[0][0] != T(0)) | (y[1][0] - y[1][0] != T(0));
-          }
-        }
     }
     bad[block] = nonfinite;
   }
@@ -798,13 +858,13 @@ struct ConvWinogradHostKernel {
 /// \brief Whether cpu() runs a forward or grad_input as Winograd (ConvWinogradHostKernel): 2-D or
 /// 3-D, every spatial axis a 3-tap kernel at stride 1 and dilation 1, and at least 32 channels on
 /// both sides (with 16 the transforms cost more than the products save: 2-D 8x16x64x64 took 1.6 ms
-/// against the direct path's 1.3, 3-D 2x16x32x32x32 6.7-7.1 against 6.1-6.4, one thread).
+/// against the direct path's 1.3, 3-D 2x16x32x32x32 6.7-7.1 against 6.1-6.4, one thread, F(2x2)).
 bool winograd_applies(const ConvGeometry& g, int dims, std::int64_t element_bytes) {
   if (dims < 2 || g.cin_g < 32 || g.cout_g < 32) return false;
-  // The smallest block (16 tiles) of V and M within 4 MiB: U-Net widths (2-D float32 up to 4096
-  // channels on the two sides together, 3-D 1024); wider layers keep the direct path.
-  const std::int64_t points = dims == 2 ? 16 : 64;
-  if ((g.cin_g + g.cout_g) * points * 16 * element_bytes > (std::int64_t(4) << 20)) return false;
+  // The smallest block (16 tiles) of V and M within 4 MiB: U-Net widths (up to 1820 channels on
+  // the two sides together in 2-D float32, 2048 in float64, 3-D 1024 and 512); wider layers keep
+  // the direct path.
+  if ((g.cin_g + g.cout_g) * winograd_points(dims, element_bytes) * 16 * element_bytes > (std::int64_t(4) << 20)) return false;
   for (int a = 3 - dims; a < 3; ++a)
     if (g.k[a] != 3 || g.stride[a] != 1 || g.dil[a] != 1) return false;
   return true;
@@ -1032,13 +1092,16 @@ Tensor conv_direct(const char* op, ConvProduct product, const ConvGeometry& g, i
   return c;
 }
 
-/// \brief Winograd's tiles along each axis of C's `pixels` (2 per tile; 1 tile along an axis
-/// 2-D does not have), and `x` extended to whole tiles (zeros past the last pixel).
-void winograd_tiles(const std::int64_t* pixels, int dims, std::int64_t* tiles, ConvExtension& x) {
-  for (int t = 0; t < 3; ++t) {
-    tiles[t] = t >= 3 - dims ? (pixels[t] + 1) / 2 : 1;
-    if (t >= 3 - dims) x.ext[t] = 2 * tiles[t] + 2;
+/// \brief Winograd's tiles along each axis of C's `pixels` (r outputs per tile; 1 tile along an axis
+/// 2-D does not have), and `x` extended to whole tiles (zeros past the last pixel) and split into r
+/// phases along w, each one element longer than the tiles (tile x reads x and x + 1 of a phase).
+void winograd_tiles(const std::int64_t* pixels, int dims, int r, std::int64_t* tiles, ConvExtension& x) {
+  for (int t = 3 - dims; t < 3; ++t) {
+    tiles[t] = (pixels[t] + r - 1) / r;
+    x.ext[t] = t == 2 ? r * (tiles[t] + 1) : r * tiles[t] + 2;
   }
+  for (int t = 0; t < 3 - dims; ++t) tiles[t] = 1;
+  x.phases = r;  // unit-stride loads in the input's transform
 }
 
 /// \brief cpu()'s Winograd convolution (ConvWinogradHostKernel) of a forward or grad_input, `a` as
@@ -1049,14 +1112,14 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
   const bool forward = product == ConvProduct::forward;
   const std::int64_t* pixels = forward ? g.out : g.in;  // C's
   ConvExtension x = extension_of(product, g, 0);
-  x.split = true;  // unit-stride loads in the input's transform (tile x reads columns 2x .. 2x + 3)
   std::int64_t tiles[3];
-  winograd_tiles(pixels, dims, tiles, x);
+  const std::int64_t element_bytes = static_cast<std::int64_t>(dtype_size(src.dtype()));
+  winograd_tiles(pixels, dims, winograd_tile(dims, element_bytes), tiles, x);
   const std::int64_t m = forward ? g.cout_g : g.cin_g, ch = forward ? g.cin_g : g.cout_g, kvol = g.kvol();
   Tensor c = empty(c_shape, src.device(), src.dtype());
   if (c.numel() == 0) return c;
   const Tensor e = conv_extension(op, src, dims, g.batch, g.groups * ch, x);
-  const Tensor u = empty({g.groups * (dims == 2 ? 16 : 64) * m * ch}, src.device(), src.dtype());
+  const Tensor u = empty({g.groups * winograd_points(dims, element_bytes) * m * ch}, src.device(), src.dtype());
   const Tensor bias_c = bias ? bias->contiguous() : c;
   bool finite = true;
   launch_views(op, [&](const auto& backend, auto* pa, auto* pe, auto* pc, auto* pbias, auto* pu) {
@@ -1069,7 +1132,8 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
       if (!finite) return;
       const auto on_dims = [&](auto d) {  // d: std::integral_constant, the 2 or 3 spatial axes
         constexpr int D = decltype(d)::value;
-        using Blocks = WinogradBlocks<T, D>;
+        constexpr int R = winograd_tile(D, sizeof(T));
+        using Blocks = WinogradBlocks<T, D, R>;
         // U_p = G w G^T per (group, channel pair), w the 3^D taps in the weight's order (grad_input:
         // reversed, the flipped kernel).
         const std::int64_t mc = m * ch;
@@ -1077,7 +1141,7 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
         for (std::int64_t grp = 0; grp < g.groups; ++grp)
           for (std::int64_t t = 0; t < kvol; ++t)
             for (int p = 0; p < Blocks::P; ++p) {
-              const T coef = winograd_g<T, D>(p, t);
+              const T coef = winograd_g<T, D, R>(p, t);
               if (coef == T(0)) continue;
               const T* w = pa + (grp * kvol + (forward ? t : kvol - 1 - t)) * mc;
               T* up = pu + (grp * Blocks::P + p) * mc;
@@ -1087,7 +1151,7 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
         const std::int64_t league = g.batch * g.groups * tiles[0] * blocks.row_blocks() * blocks.col_blocks();
         if (league > INT32_MAX) fail<ShapeError>(op, "the convolution has more tiles than one launch can hold");
         std::vector<int> bad(static_cast<std::size_t>(league), 0);
-        const double work = static_cast<double>(c.numel()) * ch * Blocks::P / 4 / host_gemm_macs_per_element;
+        const double work = static_cast<double>(c.numel()) * ch * Blocks::P / Blocks::outputs / host_gemm_macs_per_element;
         const std::string label = std::string(op) + " [winograd]";  // profilers (and a test) see which path ran
         with_grain(backend, work < 1e18 ? static_cast<std::int64_t>(work) : INT64_MAX, [&](const auto& on) {
           using Kernel = ConvWinogradHostKernel<T, TeamMember<std::decay_t<decltype(on)>>, D>;
