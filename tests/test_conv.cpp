@@ -198,25 +198,34 @@ TEST_CASE("an infinite input reaches only the outputs whose window holds it, for
     }
 }
 
-TEST_CASE("cpu() runs 3x3 convolutions of at least 32 channels as Winograd, fewer directly", "[conv]") {
-  // The kernels' labels say which path ran; finite values keep Winograd's result.
+TEST_CASE("cpu() runs 3x3 convolutions of at least 16 channels (2-D float32) or 32 as Winograd, fewer directly", "[conv]") {
+  // The kernels' labels say which path ran; finite values keep Winograd's result. 2-D float32 is
+  // F(4x4, 3x3) from 16 channels, 2-D float64 F(2x2, 3x3) and 3-D F(2x2x2, 3x3x3) from 32.
+  struct Case {
+    std::int64_t dims, channels;
+    DType dtype;
+    bool winograd;
+  };
   const Device d = test::device();
-  for (const std::int64_t ch : {16, 32}) {
-    INFO(ch << " channels");
-    const Tensor x = rand({1, ch, 6, 32}, d, 1).requires_grad_(), w = rand({ch, ch, 3, 3}, d, 2);  // rows of whole vectors
+  for (const Case& c : {Case{2, 8, DType::float32, false}, Case{2, 16, DType::float32, true}, Case{2, 16, DType::float64, false},
+                        Case{2, 32, DType::float64, true}, Case{3, 16, DType::float32, false}, Case{3, 32, DType::float32, true}}) {
+    INFO(c.dims << "-D, " << c.channels << " channels, " << (c.dtype == DType::float32 ? "float32" : "float64"));
+    const std::int64_t ch = c.channels;
+    const Shape xs = c.dims == 2 ? Shape{1, ch, 6, 32} : Shape{1, ch, 3, 4, 32}, ws = c.dims == 2 ? Shape{ch, ch, 3, 3} : Shape{ch, ch, 3, 3, 3};
+    const Tensor x = rand(xs, d, 1).astype(c.dtype).requires_grad_(), w = rand(ws, d, 2).astype(c.dtype);  // rows of whole vectors
     const std::vector<std::string> kernels = kernels_of([&] {
-      const Tensor y = conv2d(x, w, {}, {1}, {1});
+      const Tensor y = c.dims == 2 ? conv2d(x, w, {}, {1}, {1}) : conv3d(x, w, {}, {1}, {1});
       sum(y).backward();  // the forward and the input gradient
       synchronize(d);
     });
-    CHECK(launches_of(kernels, "[winograd]") == (d.is_cpu() && ch == 32 ? 2 : 0));
-    CHECK(launches_of(kernels, "[direct]") == (d.is_cpu() && ch == 16 ? 2 : 0));
+    CHECK(launches_of(kernels, "[winograd]") == (d.is_cpu() && c.winograd ? 2 : 0));
+    CHECK(launches_of(kernels, "[direct]") == (d.is_cpu() && !c.winograd ? 2 : 0));
   }
 }
 
 TEST_CASE("3x3 and 3x3x3 convolutions with many channels match a float64 loop, forward and both gradients", "[conv]") {
-  // cpu()'s Winograd path of the forward and input gradient (at least 32 channels on both sides):
-  // odd extents (a partial last tile along each axis), padding 0, 1 and 2, groups, a bias, a
+  // cpu()'s Winograd path of the forward and input gradient (at least 32 channels on both sides;
+  // 16 in 2-D float32, 16 in float64 the direct path): odd extents (a partial last tile along each axis), padding 0, 1 and 2, groups, a bias, a
   // strided input.
   struct Case {
     Shape x, w;
@@ -227,7 +236,7 @@ TEST_CASE("3x3 and 3x3x3 convolutions with many channels match a float64 loop, f
   // tiles: 116 in blocks of 113 and 3; float64's 2x2: 231 in blocks of 128 and 103). 125 rows
   // (float32: 32 tile rows in blocks of 28 and 4; float64: 63 in blocks of 16). Padding 3: the
   // input gradient's E starts a pixel inside dY. 3-D (2x2x2 tiles): odd extents along every axis.
-  for (const Case& c : {Case{{2, 32, 9, 35}, {40, 32, 3, 3}, 2, 1}, Case{{1, 64, 7, 20}, {64, 32, 3, 3}, 0, 2},
+  for (const Case& c : {Case{{2, 32, 9, 35}, {40, 32, 3, 3}, 2, 1}, Case{{1, 64, 7, 20}, {64, 32, 3, 3}, 0, 2}, Case{{2, 16, 10, 13}, {16, 16, 3, 3}, 1, 1},
                         Case{{1, 32, 3, 461}, {32, 32, 3, 3}, 1, 1}, Case{{1, 32, 125, 16}, {32, 32, 3, 3}, 1, 1},
                         Case{{1, 32, 5, 19}, {32, 32, 3, 3}, 3, 1}, Case{{1, 32, 7, 9, 11}, {32, 32, 3, 3, 3}, 1, 1}})
     for (const DType dtype : {DType::float32, DType::float64}) {

@@ -56,7 +56,7 @@ enum class ConvProduct { forward, grad_input, grad_weight };
 
 /// \brief d[e * ds] = row[(i0 + e) * rs] where 0 <= i0 + e < n, else zero, for e < count: one
 /// row segment of the im2col operand at stride 1, the padding as two zero fills around a plain
-/// copy (a vector copy when both sides are contiguous, or d is and the row's step is 2 or 4).
+/// copy (a vector copy when both sides are contiguous).
 template <class T>
 KOKKOS_INLINE_FUNCTION void copy_run(T* d, std::int64_t ds, const T* row, std::int64_t rs, std::int64_t i0, std::int64_t n,
                                      std::int64_t count) {
@@ -65,12 +65,6 @@ KOKKOS_INLINE_FUNCTION void copy_run(T* d, std::int64_t ds, const T* row, std::i
   if (ds == 1 && rs == 1) {
     const T* r = row + i0;
     for (std::int64_t e = lo; e < hi; ++e) d[e] = r[e];
-  } else if (!KTEN_DEVICE_PASS && ds == 1 && rs == 2) {  // one phase of Winograd's split rows (host only)
-    const T* r = row + 2 * i0;
-    for (std::int64_t e = lo; e < hi; ++e) d[e] = r[2 * e];
-  } else if (!KTEN_DEVICE_PASS && ds == 1 && rs == 4) {
-    const T* r = row + 4 * i0;
-    for (std::int64_t e = lo; e < hi; ++e) d[e] = r[4 * e];
   } else {
     for (std::int64_t e = lo; e < hi; ++e) d[e * ds] = row[(i0 + e) * rs];
   }
@@ -480,6 +474,29 @@ KOKKOS_INLINE_FUNCTION std::int64_t extension_source(const ConvExtension& x, int
   return q % step == 0 && q / step < x.src[axis] ? q / step : -1;
 }
 
+/// \brief One row of E split into N phases (ConvExtension::phases), host only: d[p len + j] = row[(N j
+/// + p - front) rs] where that column lies inside the row's n, else 0. The columns whose N
+/// sources all lie inside, from a contiguous row, in one pass that reads N adjacent elements and
+/// writes one to each phase (a de-interleave GCC vectorises; N strided passes over the row took
+/// twice E's time for N = 4), the rest one by one.
+template <int N, class T>
+void split_row(T* d, std::int64_t len, const T* row, std::int64_t rs, std::int64_t front, std::int64_t n) {
+  const std::int64_t lo = std::clamp<std::int64_t>(front <= 0 ? 0 : (front + N - 1) / N, 0, len);
+  const std::int64_t hi = rs == 1 ? std::clamp<std::int64_t>(n + front < 0 ? 0 : (n + front) / N, lo, len) : lo;
+  const auto one_by_one = [&](std::int64_t j0, std::int64_t j1) {
+    for (std::int64_t j = j0; j < j1; ++j)
+      for (int p = 0; p < N; ++p) {
+        const std::int64_t c = N * j + p - front;
+        d[p * len + j] = c >= 0 && c < n ? row[c * rs] : T(0);
+      }
+  };
+  one_by_one(0, lo);
+  const T* r = row + N * lo - front;
+  for (std::int64_t j = 0; j < hi - lo; ++j)
+    for (int p = 0; p < N; ++p) d[p * len + lo + j] = r[N * j + p];
+  one_by_one(hi, len);
+}
+
 /// \brief Fills E, `span` elements of one row along w per index: a whole row on the host (one
 /// pass over the source, rows mapped once each), one element on a GPU (adjacent threads, adjacent
 /// elements). Bandwidth-bound, against the kvol times each element is then read.
@@ -504,14 +521,8 @@ struct ExtendKernel {
     }
     const T* r = src + n * ss[0] + (nc - n * channels) * ss[1] + sd * ss[2] + sh * ss[3];
     if constexpr (!KTEN_DEVICE_PASS) {
-      if (x.phases > 1) {  // a whole row: column R j + p of E at d[p len + j], source column R j + p - front
-        const std::int64_t n = x.phases, len = span / n;
-        for (std::int64_t p = 0; p < n; ++p) {
-          const std::int64_t s0 = ((p - x.front[2]) % n + n) % n;  // the source's columns of this phase: s0 + n i
-          copy_run(d + p * len, 1, r + s0 * ss[4], n * ss[4], (p - x.front[2] - s0) / n, (x.src[2] - s0 + n - 1) / n, len);
-        }
-        return;
-      }
+      if (x.phases == 2) return split_row<2>(d, span / 2, r, ss[4], x.front[2], x.src[2]);
+      if (x.phases == 4) return split_row<4>(d, span / 4, r, ss[4], x.front[2], x.src[2]);
     }
     if (x.step[2] == 1) return copy_run(d, 1, r, ss[4], ew - x.front[2], x.src[2], span);
     for (std::int64_t j = 0; j < span; ++j) {
@@ -856,11 +867,14 @@ struct ConvWinogradHostKernel {
 };
 
 /// \brief Whether cpu() runs a forward or grad_input as Winograd (ConvWinogradHostKernel): 2-D or
-/// 3-D, every spatial axis a 3-tap kernel at stride 1 and dilation 1, and at least 32 channels on
-/// both sides (with 16 the transforms cost more than the products save: 2-D 8x16x64x64 took 1.6 ms
-/// against the direct path's 1.3, 3-D 2x16x32x32x32 6.7-7.1 against 6.1-6.4, one thread, F(2x2)).
+/// 3-D, every spatial axis a 3-tap kernel at stride 1 and dilation 1, and enough channels on both
+/// sides for the products to pay for the transforms: 16 for F(4x4, 3x3) (forward + input gradient,
+/// two threads, AVX2: 8x16x64x64 1.6 ms against the direct path's 2.0, 4x24x64x64 1.4 against 2.3,
+/// 8x8x64x64 0.70 against 0.68), 32 for F(2x2, 3x3) and F(2x2x2, 3x3x3) (with 16, 2-D 8x16x64x64
+/// took 1.6 ms against 1.3, 3-D 2x16x32x32x32 6.7-7.1 against 6.1-6.4, one thread, AVX-512).
 bool winograd_applies(const ConvGeometry& g, int dims, std::int64_t element_bytes) {
-  if (dims < 2 || g.cin_g < 32 || g.cout_g < 32) return false;
+  const std::int64_t least = winograd_tile(dims, element_bytes) == 4 ? 16 : 32;
+  if (dims < 2 || g.cin_g < least || g.cout_g < least) return false;
   // The smallest block (16 tiles) of V and M within 4 MiB: U-Net widths (up to 1820 channels on
   // the two sides together in 2-D float32, 2048 in float64, 3-D 1024 and 512); wider layers keep
   // the direct path.
