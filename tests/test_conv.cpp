@@ -160,12 +160,13 @@ TEST_CASE("an infinite weight times the zero padding is NaN, forward and input g
 TEST_CASE("an infinite input reaches only the outputs whose window holds it, forward and input gradient", "[conv]") {
   // 32 channels: cpu()'s Winograd path, whose transforms would spread the infinity over whole
   // tiles; it then runs the direct convolution. 8 channels: the direct path. The infinity in 2-D
-  // inside, in 3-D in the last, partial tile of every axis (odd extents).
+  // inside and in the last, partial tile along w (4x4 tiles: 34 = 8 x 4 + 2), in 3-D in the last,
+  // partial tile of every axis (odd extents).
   struct Case {
     std::int64_t d, h, w, at_d, at_h, at_w;
   };
   const Device d = test::device();
-  for (const Case& g : {Case{1, 6, 34, 0, 2, 5}, Case{3, 5, 33, 2, 4, 32}})
+  for (const Case& g : {Case{1, 6, 34, 0, 2, 5}, Case{1, 6, 34, 0, 5, 33}, Case{3, 5, 33, 2, 4, 32}})
     for (const std::int64_t ch : {8, 32}) {
       const bool three_d = g.d > 1;
       INFO((three_d ? "conv3d" : "conv2d") << " of " << ch << " channels");
@@ -200,7 +201,8 @@ TEST_CASE("an infinite input reaches only the outputs whose window holds it, for
 
 TEST_CASE("cpu() runs 3x3 convolutions of at least 16 channels (2-D float32) or 32 as Winograd, fewer directly", "[conv]") {
   // The kernels' labels say which path ran; finite values keep Winograd's result. 2-D float32 is
-  // F(4x4, 3x3) from 16 channels, 2-D float64 F(2x2, 3x3) and 3-D F(2x2x2, 3x3x3) from 32.
+  // F(4x4, 3x3) from 16 channels, 2-D float64 F(2x2, 3x3) and 3-D F(2x2x2, 3x3x3) from 32; 912
+  // channels on each side are too many for F(4x4)'s smallest block and take F(2x2).
   struct Case {
     std::int64_t dims, channels;
     DType dtype;
@@ -208,10 +210,13 @@ TEST_CASE("cpu() runs 3x3 convolutions of at least 16 channels (2-D float32) or 
   };
   const Device d = test::device();
   for (const Case& c : {Case{2, 8, DType::float32, false}, Case{2, 16, DType::float32, true}, Case{2, 16, DType::float64, false},
-                        Case{2, 32, DType::float64, true}, Case{3, 16, DType::float32, false}, Case{3, 32, DType::float32, true}}) {
+                        Case{2, 32, DType::float64, true}, Case{3, 16, DType::float32, false}, Case{3, 32, DType::float32, true},
+                        Case{2, 912, DType::float32, true}}) {
     INFO(c.dims << "-D, " << c.channels << " channels, " << (c.dtype == DType::float32 ? "float32" : "float64"));
     const std::int64_t ch = c.channels;
-    const Shape xs = c.dims == 2 ? Shape{1, ch, 6, 32} : Shape{1, ch, 3, 4, 32}, ws = c.dims == 2 ? Shape{ch, ch, 3, 3} : Shape{ch, ch, 3, 3, 3};
+    const std::int64_t height = ch > 32 ? 2 : 6, width = ch > 32 ? 8 : 32;  // the wide layer on a small image
+    const Shape xs = c.dims == 2 ? Shape{1, ch, height, width} : Shape{1, ch, 3, 4, 32};
+    const Shape ws = c.dims == 2 ? Shape{ch, ch, 3, 3} : Shape{ch, ch, 3, 3, 3};
     const Tensor x = rand(xs, d, 1).astype(c.dtype).requires_grad_(), w = rand(ws, d, 2).astype(c.dtype);  // rows of whole vectors
     const std::vector<std::string> kernels = kernels_of([&] {
       const Tensor y = c.dims == 2 ? conv2d(x, w, {}, {1}, {1}) : conv3d(x, w, {}, {1}, {1});
@@ -225,8 +230,8 @@ TEST_CASE("cpu() runs 3x3 convolutions of at least 16 channels (2-D float32) or 
 
 TEST_CASE("3x3 and 3x3x3 convolutions with many channels match a float64 loop, forward and both gradients", "[conv]") {
   // cpu()'s Winograd path of the forward and input gradient (at least 32 channels on both sides;
-  // 16 in 2-D float32, 16 in float64 the direct path): odd extents (a partial last tile along each axis), padding 0, 1 and 2, groups, a bias, a
-  // strided input.
+  // 16 in 2-D float32, where float64 takes the direct path): odd extents (a partial last tile along
+  // each axis), padding 0, 1 and 2, groups, a bias, a strided input.
   struct Case {
     Shape x, w;
     std::int64_t pad, groups;

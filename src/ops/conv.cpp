@@ -491,9 +491,11 @@ void split_row(T* d, std::int64_t len, const T* row, std::int64_t rs, std::int64
       }
   };
   one_by_one(0, lo);
-  const T* r = row + N * lo - front;
-  for (std::int64_t j = 0; j < hi - lo; ++j)
-    for (int p = 0; p < N; ++p) d[p * len + lo + j] = r[N * j + p];
+  if (hi > lo) {  // (the row's element N lo - front exists only then)
+    const T* r = row + N * lo - front;
+    for (std::int64_t j = 0; j < hi - lo; ++j)
+      for (int p = 0; p < N; ++p) d[p * len + lo + j] = r[N * j + p];
+  }
   one_by_one(hi, len);
 }
 
@@ -700,17 +702,8 @@ T winograd_g(int p, std::int64_t t) {
   return static_cast<T>(gd * Axis::G[p / A % A][t / 3 % 3] * Axis::G[p % A][t % 3]);
 }
 
-/// \brief R, the outputs per axis of cpu()'s Winograd tiles: F(4x4, 3x3) for 2-D float32 (36 points
-/// for 16 outputs, 4x fewer multiplications than the direct sum, at 3-5x F(2x2)'s rounding error),
-/// F(2x2, 3x3) for float64 (16 for 4, 2.25x fewer: float64 keeps the smaller error) and F(2x2x2,
-/// 3x3x3) in 3-D (64 for 8, 3.4x fewer).
-constexpr int winograd_tile(int dims, std::int64_t element_bytes) { return dims == 2 && element_bytes == 4 ? 4 : 2; }
-
-/// \brief The points of that transform: (R + 2)^D.
-constexpr std::int64_t winograd_points(int dims, std::int64_t element_bytes) {
-  const std::int64_t a = winograd_tile(dims, element_bytes) + 2;
-  return dims == 2 ? a * a : a * a * a;
-}
+/// \brief The points of F(R^D, 3^D): (R + 2)^D.
+constexpr std::int64_t winograd_points(int dims, int r) { return dims == 2 ? (r + 2) * (r + 2) : (r + 2) * (r + 2) * (r + 2); }
 
 /// \brief The blocks of Winograd's tiles that one thread transforms at a time: `cols` tiles of
 /// `rows` tile rows (R^D output pixels per tile) of one tile plane, at most 128 tiles and as many
@@ -771,7 +764,7 @@ struct WinogradBlocks {
 };
 
 /// \brief cpu(), the forward and grad_input of a 3x3 (3x3x3) convolution at stride 1 and
-/// dilation 1, 2-D or 3-D (`D` axes), as Winograd F(R^D, 3^D) (winograd_tile): each R^D tile of
+/// dilation 1, 2-D or 3-D (`D` axes), as Winograd F(R^D, 3^D) (R from winograd_tile): each R^D tile of
 /// C is A^T [sum over channels U ⊙ B^T d B] A, d the tile's (R + 2)^D window of E. The products
 /// per point of the transform are a GEMM, U_p (m x ch) times V_p (ch x tiles), on the GEMM's
 /// micro-kernel. Compute-bound on those GEMMs, whose k (the channels) is short; the transforms,
@@ -779,9 +772,8 @@ struct WinogradBlocks {
 /// (docs/performance.md has the shares). One thread per block of one (batch item, group). The
 /// transforms spread a non-finite input over its whole tile: a block whose outputs are not all
 /// finite sets bad[block], and the caller then runs the direct convolution instead.
-template <class T, class Member, int D>
+template <class T, class Member, int D, int R>
 struct ConvWinogradHostKernel {
-  static constexpr int R = winograd_tile(D, sizeof(T));
   using Blocks = WinogradBlocks<T, D, R>;
   static constexpr int A = Blocks::A, P = Blocks::P, MR = HostGemmBlocking<T>::product_rows, NR = HostGemmBlocking<T>::cols;
   const T* u;  // per (group, point): U_p, m x ch, rows contiguous
@@ -868,22 +860,29 @@ struct ConvWinogradHostKernel {
   }
 };
 
-/// \brief Whether cpu() runs a forward or grad_input as Winograd (ConvWinogradHostKernel): 2-D or
-/// 3-D, every spatial axis a 3-tap kernel at stride 1 and dilation 1, and enough channels on both
-/// sides for the products to pay for the transforms: 16 for F(4x4, 3x3) (forward + input gradient,
-/// two threads, AVX2: 8x16x64x64 1.6 ms against the direct path's 2.0, 4x24x64x64 1.4 against 2.3,
-/// 8x8x64x64 0.70 against 0.68), 32 for F(2x2, 3x3) and F(2x2x2, 3x3x3) (with 16, 2-D 8x16x64x64
-/// took 1.6 ms against 1.3, 3-D 2x16x32x32x32 6.7-7.1 against 6.1-6.4, one thread, AVX-512).
-bool winograd_applies(const ConvGeometry& g, int dims, std::int64_t element_bytes) {
-  const std::int64_t least = winograd_tile(dims, element_bytes) == 4 ? 16 : 32;
-  if (dims < 2 || g.cin_g < least || g.cout_g < least) return false;
-  // The smallest block (16 tiles) of V and M within 4 MiB: U-Net widths (up to 1820 channels on
-  // the two sides together in 2-D float32, 2048 in float64, 3-D 1024 and 512); wider layers keep
-  // the direct path.
-  if ((g.cin_g + g.cout_g) * winograd_points(dims, element_bytes) * 16 * element_bytes > (std::int64_t(4) << 20)) return false;
+/// \brief R, the outputs per axis of the tiles with which cpu() runs a forward or grad_input as
+/// Winograd (ConvWinogradHostKernel), or 0 where it does not: 2-D or 3-D, every spatial axis a
+/// 3-tap kernel at stride 1 and dilation 1.
+/// - 4, F(4x4, 3x3), for 2-D float32 (36 points for 16 outputs, 4x fewer multiplications than the
+///   direct sum, at 3-5x F(2x2)'s rounding error) from 16 channels on both sides (forward + input
+///   gradient, two threads, AVX2: 8x16x64x64 1.6 ms against the direct path's 2.0, 4x24x64x64 1.4
+///   against 2.3, 8x8x64x64 0.70 against 0.68);
+/// - else 2, F(2x2, 3x3) (16 for 4, 2.25x fewer: float64 keeps the smaller error) and F(2x2x2,
+///   3x3x3) (64 for 8, 3.4x fewer), from 32 channels (with 16, 2-D 8x16x64x64 took 1.6 ms against
+///   1.3, 3-D 2x16x32x32x32 6.7-7.1 against 6.1-6.4, one thread, AVX-512).
+/// The smallest block (16 tiles) of V and M must fit in 4 MiB: up to 1820 channels on the two sides
+/// together for F(4x4) (wider 2-D float32 layers take F(2x2)), 4096 (float32) and 2048 (float64)
+/// for F(2x2), 1024 and 512 for F(2x2x2); wider layers keep the direct path.
+int winograd_tile(const ConvGeometry& g, int dims, std::int64_t element_bytes) {
+  if (dims < 2) return 0;
   for (int a = 3 - dims; a < 3; ++a)
-    if (g.k[a] != 3 || g.stride[a] != 1 || g.dil[a] != 1) return false;
-  return true;
+    if (g.k[a] != 3 || g.stride[a] != 1 || g.dil[a] != 1) return 0;
+  const std::int64_t least = std::min(g.cin_g, g.cout_g);
+  const auto fits = [&](int r) {
+    return (g.cin_g + g.cout_g) * winograd_points(dims, r) * 16 * element_bytes <= (std::int64_t(4) << 20);
+  };
+  if (dims == 2 && element_bytes == 4 && least >= 16 && fits(4)) return 4;
+  return least >= 32 && fits(2) ? 2 : 0;
 }
 
 /// \brief One slab's B operand on a GPU, read from E (team_gemm_tile's gather): rows (channel,
@@ -1129,13 +1128,13 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
   const std::int64_t* pixels = forward ? g.out : g.in;  // C's
   ConvExtension x = extension_of(product, g, 0);
   std::int64_t tiles[3];
-  const std::int64_t element_bytes = static_cast<std::int64_t>(dtype_size(src.dtype()));
-  winograd_tiles(pixels, dims, winograd_tile(dims, element_bytes), tiles, x);
+  const int r = winograd_tile(g, dims, static_cast<std::int64_t>(dtype_size(src.dtype())));
+  winograd_tiles(pixels, dims, r, tiles, x);
   const std::int64_t m = forward ? g.cout_g : g.cin_g, ch = forward ? g.cin_g : g.cout_g, kvol = g.kvol();
   Tensor c = empty(c_shape, src.device(), src.dtype());
   if (c.numel() == 0) return c;
   const Tensor e = conv_extension(op, src, dims, g.batch, g.groups * ch, x);
-  const Tensor u = empty({g.groups * winograd_points(dims, element_bytes) * m * ch}, src.device(), src.dtype());
+  const Tensor u = empty({g.groups * winograd_points(dims, r) * m * ch}, src.device(), src.dtype());
   const Tensor bias_c = bias ? bias->contiguous() : c;
   bool finite = true;
   launch_views(op, [&](const auto& backend, auto* pa, auto* pe, auto* pc, auto* pbias, auto* pu) {
@@ -1146,9 +1145,8 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
     } else {
       for (std::int64_t i = 0; i < g.groups * kvol * m * ch; ++i) finite = finite && pa[i] - pa[i] == T(0);
       if (!finite) return;
-      const auto on_dims = [&](auto d) {  // d: std::integral_constant, the 2 or 3 spatial axes
-        constexpr int D = decltype(d)::value;
-        constexpr int R = winograd_tile(D, sizeof(T));
+      const auto on_tiles = [&](auto d, auto tile) {  // std::integral_constants: the 2 or 3 spatial axes, R
+        constexpr int D = decltype(d)::value, R = decltype(tile)::value;
         using Blocks = WinogradBlocks<T, D, R>;
         // U_p = G w G^T per (group, channel pair), w the 3^D taps in the weight's order (grad_input:
         // reversed, the flipped kernel).
@@ -1170,7 +1168,7 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
         const double work = static_cast<double>(c.numel()) * ch * Blocks::P / Blocks::outputs / host_gemm_macs_per_element;
         const std::string label = std::string(op) + " [winograd]";  // profilers (and a test) see which path ran
         with_grain(backend, work < 1e18 ? static_cast<std::int64_t>(work) : INT64_MAX, [&](const auto& on) {
-          using Kernel = ConvWinogradHostKernel<T, TeamMember<std::decay_t<decltype(on)>>, D>;
+          using Kernel = ConvWinogradHostKernel<T, TeamMember<std::decay_t<decltype(on)>>, D, R>;
           run(label.c_str(), on,
               fixed_team_policy(on, static_cast<int>(league), 1,
                                 TeamScratch{1, Kernel::scratch_bytes(m, ch, blocks)}),
@@ -1178,8 +1176,10 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
         });
         finite = std::find(bad.begin(), bad.end(), 1) == bad.end();
       };
-      if (dims == 2) on_dims(std::integral_constant<int, 2>{});
-      else on_dims(std::integral_constant<int, 3>{});
+      using Two = std::integral_constant<int, 2>;
+      if (dims == 3) return on_tiles(std::integral_constant<int, 3>{}, Two{});
+      if (r == 2) return on_tiles(Two{}, Two{});
+      if constexpr (sizeof(T) == 4) on_tiles(Two{}, std::integral_constant<int, 4>{});  // F(4x4) is float32's alone
     }
   }, a, e, c, bias_c, u);
   return finite ? c : conv_direct(op, product, g, dims, a, src, bias, c_shape);
@@ -1188,7 +1188,7 @@ Tensor conv_winograd(const char* op, ConvProduct product, const ConvGeometry& g,
 /// \brief Y = conv(X, W) + b: the forward product (X any strided view).
 Tensor conv_forward(const char* op, const ConvGeometry& g, int dims, const Tensor& x, const Tensor& w, const Tensor* b) {
   const Shape y_shape = conv_shape(g.batch, g.groups * g.cout_g, g.out, dims);
-  const bool winograd = x.device().is_cpu() && winograd_applies(g, dims, static_cast<std::int64_t>(dtype_size(x.dtype())));
+  const bool winograd = x.device().is_cpu() && winograd_tile(g, dims, static_cast<std::int64_t>(dtype_size(x.dtype()))) > 0;
   if (winograd || direct_on(ConvProduct::forward, g, x)) {  // A: the weight as (groups, kvol, C_out/g, C_in/g), a small copy
     const Tensor a = w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()}).permute({0, 3, 1, 2}).contiguous();
     return (winograd ? conv_winograd : conv_direct)(op, ConvProduct::forward, g, dims, a, x, b, y_shape);
@@ -1200,7 +1200,7 @@ Tensor conv_forward(const char* op, const ConvGeometry& g, int dims, const Tenso
 Tensor conv_grad_input(const char* op, const ConvGeometry& g, int dims, const Tensor& dy, const Tensor& w, const Tensor* b) {
   const Shape dx_shape = conv_shape(g.batch, g.groups * g.cin_g, g.in, dims);
   const Tensor w4 = w.reshape({g.groups, g.cout_g, g.cin_g, g.kvol()});
-  const bool winograd = dy.device().is_cpu() && winograd_applies(g, dims, static_cast<std::int64_t>(dtype_size(dy.dtype())));
+  const bool winograd = dy.device().is_cpu() && winograd_tile(g, dims, static_cast<std::int64_t>(dtype_size(dy.dtype()))) > 0;
   if (winograd || direct_on(ConvProduct::grad_input, g, dy))  // A: (groups, kvol, C_in/g, C_out/g), a small copy
     return (winograd ? conv_winograd : conv_direct)(op, ConvProduct::grad_input, g, dims, w4.permute({0, 3, 2, 1}).contiguous(),
                                                     dy, b, dx_shape);
