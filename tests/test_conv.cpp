@@ -241,7 +241,9 @@ TEST_CASE("3x3 and 3x3x3 convolutions with many channels match a float64 loop, f
   // tiles: 116 in blocks of 113 and 3; float64's 2x2: 231 in blocks of 128 and 103). 125 rows
   // (float32: 32 tile rows in blocks of 28 and 4; float64: 63 in blocks of 16). Padding 3: the
   // input gradient's E starts a pixel inside dY. 3-D (2x2x2 tiles): odd extents along every axis.
+  // 912 channels on each side: too wide for F(4x4)'s smallest block, float32 takes F(2x2, 3x3).
   for (const Case& c : {Case{{2, 32, 9, 35}, {40, 32, 3, 3}, 2, 1}, Case{{1, 64, 7, 20}, {64, 32, 3, 3}, 0, 2},
+                        Case{{1, 912, 2, 8}, {912, 912, 3, 3}, 1, 1},
                         Case{{2, 16, 10, 13}, {16, 16, 3, 3}, 1, 1}, Case{{1, 32, 3, 461}, {32, 32, 3, 3}, 1, 1},
                         Case{{1, 32, 125, 16}, {32, 32, 3, 3}, 1, 1},
                         Case{{1, 32, 5, 19}, {32, 32, 3, 3}, 3, 1}, Case{{1, 32, 7, 9, 11}, {32, 32, 3, 3, 3}, 1, 1}})

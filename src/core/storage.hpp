@@ -55,8 +55,9 @@ void copy_bytes(const Storage& src, std::size_t src_offset, const Storage& dst, 
 std::size_t byte_offset(const Tensor& t);
 /// \brief kten's own read of a cpu() tensor's values (a check of an operation's arguments): host
 /// memory that cpu()'s kernels finished writing when they returned, so it counts no host wait (a
-/// step that is sync-free on a GPU is on cpu() too). `expected` must be t's dtype.
-void read_cpu_values(const Tensor& t, void* dst, DType expected);
+/// step that is sync-free on a GPU is on cpu() too). `expected` must be t's dtype and `count` the
+/// number of elements `dst` holds: a tensor of any other size is an Error, never a longer copy.
+void read_cpu_values(const Tensor& t, void* dst, DType expected, std::size_t count);
 
 /// \brief Waits until no queued copy still reads pinned `storage` (before the host writes it).
 void wait_for_pending_reader(const Storage& storage);

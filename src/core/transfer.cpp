@@ -88,9 +88,11 @@ void read_to_host(const Tensor& t, void* dst, DType expected, const char* what) 
   copy_bytes(*c.storage(), byte_offset(c), host, 0, t.nbytes());
 }
 
-void read_cpu_values(const Tensor& t, void* dst, DType expected) {
+void read_cpu_values(const Tensor& t, void* dst, DType expected, std::size_t count) {
   if (!t.device().is_cpu() || t.dtype() != expected)
     fail("", "read_cpu_values needs a ", expected, " tensor on cpu(), got a ", t.dtype(), " one on ", t.device());
+  if (static_cast<std::size_t>(t.numel()) != count)
+    fail<ShapeError>("", "read_cpu_values has room for ", count, " values, got a tensor of shape ", t.shape());
   const Tensor c = t.contiguous();
   Storage host{dst, t.nbytes(), cpu(), nullptr};
   copy_bytes(*c.storage(), byte_offset(c), host, 0, t.nbytes());

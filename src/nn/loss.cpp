@@ -101,7 +101,7 @@ namespace {
 // (no host wait is counted: on a GPU the same step reads nothing).
 void check_classes_on_host(const Tensor& target, std::int64_t classes) {
   std::vector<std::int64_t> targets(static_cast<std::size_t>(target.numel()));
-  detail::read_cpu_values(target, targets.data(), DType::int64);
+  detail::read_cpu_values(target, targets.data(), DType::int64, targets.size());
   for (const std::int64_t c : targets)
     if (c < 0 || c >= classes)
       detail::fail<IndexError>("CrossEntropyLoss", "target class ", c, " is out of range for ", classes,

@@ -39,7 +39,7 @@ std::vector<std::int64_t> Call::ints(std::size_t i) const {
   if (is_floating(t.dtype())) fail<FormatError>("onnx", where(), ": input ", i, " must hold integers, not ", t.dtype());
   if (!t.device().is_cpu()) return t.astype(int64).to_vector<std::int64_t>();
   std::vector<std::int64_t> v(static_cast<std::size_t>(t.numel()));
-  kten::detail::read_cpu_values(t.astype(int64), v.data(), int64);
+  kten::detail::read_cpu_values(t.astype(int64), v.data(), int64, v.size());
   return v;
 }
 
@@ -48,7 +48,7 @@ double Call::real(std::size_t i) const {
   if (t.numel() != 1) fail<ShapeError>("onnx", where(), ": input ", i, " must hold one value, not ", t.shape());
   if (!t.device().is_cpu()) return t.item<double>();
   double v = 0;
-  kten::detail::read_cpu_values(t.astype(float64), &v, float64);
+  kten::detail::read_cpu_values(t.astype(float64), &v, float64, 1);
   return v;
 }
 
@@ -228,7 +228,10 @@ Outs split(Call& c) {
     sizes.assign(n, x.size(axis) / static_cast<std::int64_t>(n));
   }
   std::int64_t total = 0;
-  for (std::int64_t s : sizes) total += s;
+  for (std::int64_t s : sizes) {
+    if (s < 0 || s > x.size(axis)) fail<ShapeError>("onnx", c.where(), ": split size ", s, " is outside extent ", x.size(axis));
+    total += s;  // at most n * extent: no overflow
+  }
   if (sizes.size() != n || total != x.size(axis))
     fail<ShapeError>("onnx", c.where(), ": split sizes do not tile extent ", x.size(axis), " into ", n, " outputs");
   Outs out;
@@ -263,8 +266,12 @@ Outs slice(Call& c) {
     // ONNX says: to [0, extent] going forward, to [-1, extent - 1] going backward.
     const std::int64_t low = steps[i] > 0 ? 0 : -1, high = steps[i] > 0 ? extent : extent - 1;
     const auto clampi = [&](std::int64_t v) { return std::clamp(v < 0 ? v + extent : v, low, high); };
+    // The count first, so that a step near 2^63 never overflows a position.
+    const std::int64_t first = clampi(starts[i]), last = clampi(ends[i]), step = steps[i];
+    const std::int64_t stride = step > 0 ? step : step == std::numeric_limits<std::int64_t>::min() ? std::numeric_limits<std::int64_t>::max() : -step;
+    const std::int64_t span = step > 0 ? last - first : first - last;
     std::vector<std::int64_t> picked;
-    for (std::int64_t p = clampi(starts[i]), e = clampi(ends[i]); steps[i] > 0 ? p < e : p > e; p += steps[i]) picked.push_back(p);
+    for (std::int64_t k = 0, count = span > 0 ? 1 + (span - 1) / stride : 0; k < count; ++k) picked.push_back(first + k * step);
     x = picked.empty() ? x.narrow(axis, 0, 0) : index_select(x, axis, tensor(picked, x.device()));
   }
   return {x};
@@ -300,12 +307,19 @@ Outs transpose_op(Call& c) {
   return {op("Tensor::permute", {x}, ops::OpAttrs::of_ints(perm))};
 }
 
+// ONNX: an axis named twice (-1 and rank - 1 included) is an error, never one axis squeezed twice.
+void refuse_repeated_axes(const Call& c, const std::vector<int>& sorted) {
+  const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+  if (twice != sorted.end()) fail<ShapeError>("onnx", c.where(), ": axis ", *twice, " is named more than once");
+}
+
 Outs squeeze(Call& c) {
   Tensor x = c.at(0);
   if (!c.has(1)) return {x.squeeze()};
   std::vector<int> axes;
   for (std::int64_t a : c.ints(1)) axes.push_back(axis_in(c, a, x.ndim()));
   std::sort(axes.rbegin(), axes.rend());
+  refuse_repeated_axes(c, axes);
   for (int a : axes) {
     if (x.size(a) != 1) fail<ShapeError>("onnx", c.where(), ": axis ", a, " of ", x.shape(), " is not of extent 1");
     x = x.squeeze(a);
@@ -320,6 +334,7 @@ Outs unsqueeze(Call& c) {
   std::vector<int> axes;
   for (std::int64_t a : given) axes.push_back(axis_in(c, a, rank));
   std::sort(axes.begin(), axes.end());
+  refuse_repeated_axes(c, axes);
   for (int a : axes) x = x.unsqueeze(a);
   return {x};
 }
@@ -396,12 +411,21 @@ Outs constant(Call& c) {
   fail<FormatError>("onnx", c.where(), ": no value, value_float(s) or value_int(s) attribute");
 }
 
+// ONNX's value is a one-element tensor (float 0 when absent); checked at load.
+void check_constant_of_shape(const Node& n) {
+  const auto it = n.attributes.find("value");
+  if (it == n.attributes.end()) return;
+  if (it->second.kind != Attribute::tensor || it->second.t.numel() != 1)
+    fail<FormatError>("onnx", "node '", n.name, "' (ConstantOfShape): attribute 'value' must be a tensor of one element",
+                      it->second.kind == Attribute::tensor ? ", not of shape " : "", it->second.kind == Attribute::tensor ? it->second.t.shape() : Shape{});
+}
+
 Outs constant_of_shape(Call& c) {
   const Shape shape = c.ints(0);
   const Attribute* a = c.attr("value");
   const Tensor value = a ? a->t : zeros({1});
   double fill = 0;
-  kten::detail::read_cpu_values(value.astype(float64), &fill, float64);  // an attribute: on the host
+  kten::detail::read_cpu_values(value.astype(float64), &fill, float64, 1);  // an attribute: on the host
   return {full(shape, fill, c.device, value.dtype())};
 }
 
@@ -446,10 +470,42 @@ std::int64_t node_int(const Node& n, const std::string& name, std::int64_t fallb
   fail<FormatError>("onnx", "node '", n.name, "' (", n.op_type, "): ", what, " is not supported");
 }
 
-// Explicit padding only: PyTorch's exporter writes pads, never auto_pad.
-void check_auto_pad(const Node& n) {
+[[noreturn]] void invalid(const Node& n, const std::string& what) {
+  fail<FormatError>("onnx", "node '", n.name, "' (", n.op_type, "): ", what);
+}
+
+// The window attributes of a convolution or pooling node, checked at load before any kernel
+// divides by a stride or sizes an output with them: explicit padding only (PyTorch's exporter
+// writes pads, never auto_pad); kernel_shape, strides and dilations positive and of one length,
+// pads non-negative and twice that length. Their length against the input's rank is window_of's.
+void check_window(const Node& n) {
   const std::string auto_pad = node_text(n, "auto_pad", "NOTSET");
   if (auto_pad != "NOTSET") refuse(n, "auto_pad " + auto_pad + " (only NOTSET, with explicit pads)");
+  std::size_t spatial = 0;
+  for (const char* name : {"kernel_shape", "strides", "dilations", "pads"}) {
+    const auto it = n.attributes.find(name);
+    if (it == n.attributes.end()) continue;
+    const Attribute& a = it->second;
+    const bool pads = std::string_view(name) == "pads";
+    if (a.kind != Attribute::integers) invalid(n, std::string("attribute '") + name + "' must be a list of integers");
+    for (std::int64_t v : a.ints)
+      if (pads ? v < 0 : v < 1)
+        invalid(n, std::string("attribute '") + name + "' holds " + std::to_string(v) +
+                       (pads ? "; pads must not be negative" : "; its values must be at least 1"));
+    if (pads && a.ints.size() % 2 != 0) invalid(n, "attribute 'pads' holds an odd number of values (" + std::to_string(a.ints.size()) + ")");
+    const std::size_t axes = pads ? a.ints.size() / 2 : a.ints.size();
+    if (spatial != 0 && axes != spatial)
+      invalid(n, std::string("attribute '") + name + "' is for " + std::to_string(axes) + " spatial axes, an earlier one for " +
+                     std::to_string(spatial));
+    spatial = axes;
+  }
+}
+
+// A convolution's window and its group count (PyTorch's groups, at least 1).
+void check_conv(const Node& n) {
+  check_window(n);
+  const std::int64_t group = node_int(n, "group", 1);
+  if (group < 1) invalid(n, "attribute 'group' is " + std::to_string(group) + "; it must be at least 1");
 }
 
 // The window attributes of a convolution or pooling node over `spatial` axes: each list holds one
@@ -512,7 +568,11 @@ Outs conv(Call& c) {
 }
 
 void check_conv_transpose(const Node& n) {
-  check_auto_pad(n);
+  check_conv(n);
+  const auto it = n.attributes.find("output_padding");
+  if (it != n.attributes.end())
+    for (std::int64_t p : it->second.ints)
+      if (p < 0) invalid(n, "attribute 'output_padding' holds " + std::to_string(p) + "; it must not be negative");
   if (n.attributes.count("output_shape")) refuse(n, "output_shape (give pads and output_padding)");
 }
 
@@ -539,7 +599,7 @@ Outs conv_transpose(Call& c) {
 }
 
 void check_max_pool(const Node& n) {
-  check_auto_pad(n);
+  check_window(n);
   if (node_int(n, "storage_order", 0) != 0) refuse(n, "storage_order 1");
   if (n.outputs.size() > 1 && n.outputs[1] >= 0) refuse(n, "the Indices output");
   const auto it = n.attributes.find("dilations");
@@ -570,7 +630,7 @@ Outs max_pool(Call& c) {
 }
 
 void check_average_pool(const Node& n) {
-  check_auto_pad(n);
+  check_window(n);
   const auto it = n.attributes.find("pads");
   if (it != n.attributes.end()) {
     const std::vector<std::int64_t>& p = it->second.ints;
@@ -653,7 +713,7 @@ Outs resize(Call& c) {
     const Tensor& given = c.host.size() > 2 && c.host[2].defined() ? c.host[2] : c.at(2);
     std::vector<double> scales(static_cast<std::size_t>(given.numel()));
     if (!given.device().is_cpu()) scales = given.astype(float64).to_vector<double>();
-    else kten::detail::read_cpu_values(given.astype(float64), scales.data(), float64);
+    else kten::detail::read_cpu_values(given.astype(float64), scales.data(), float64, scales.size());
     if (scales.size() != static_cast<std::size_t>(x.ndim()) || scales[0] != 1 || scales[1] != 1)
       fail<FormatError>("onnx", c.where(), ": scales must hold one per axis, 1 for the batch and channel axes");
     return {interpolate(x, std::vector<double>(scales.begin() + 2, scales.end()), mode, corners)};
@@ -731,8 +791,8 @@ const std::vector<OpImpl>& op_table() {
       {"Cast", 13, 17, 1, 1, 1, true, cast, check_cast},
       {"Concat", 13, 17, 1, 1 << 20, 1, true, concat, nullptr},
       {"Constant", 13, 17, 0, 0, 1, true, constant, nullptr},
-      {"ConstantOfShape", 13, 17, 1, 1, 1, true, constant_of_shape, nullptr, 0b1},
-      {"Conv", 13, 17, 2, 3, 1, true, conv, check_auto_pad},
+      {"ConstantOfShape", 13, 17, 1, 1, 1, true, constant_of_shape, check_constant_of_shape, 0b1},
+      {"Conv", 13, 17, 2, 3, 1, true, conv, check_conv},
       {"ConvTranspose", 13, 17, 2, 3, 1, true, conv_transpose, check_conv_transpose},
       {"Cos", 13, 17, 1, 1, 1, true, unary<k_cos>, nullptr},
       {"Div", 13, 17, 2, 2, 1, true, binary<k_div>, nullptr},
