@@ -340,11 +340,15 @@ contains
     d = kten_device(1, int(i, c_int32_t))
   end function
 
-  !> \brief How many GPUs kten can use (emulated ones included).
-  function kten_num_gpus() result(n)
+  !> \brief How many GPUs kten can use (emulated ones included); 0 with a nonzero stat when the
+  !> runtime cannot tell (without stat, the error stops the program with kten's message).
+  function kten_num_gpus(stat, errmsg) result(n)
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
     integer :: n
     integer(c_int32_t) :: count
-    call report(c_num_gpus(count))
+    count = 0
+    call report(c_num_gpus(count), stat, errmsg)
     n = int(count)
   end function
 

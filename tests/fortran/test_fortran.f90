@@ -28,6 +28,14 @@ program test_fortran
   dev = kten_cpu()
   if (mode == "gpu") dev = kten_gpu(0)
   live_at_start = kten_live_handles()
+  block  ! kten_num_gpus takes stat and errmsg as every routine does
+    integer :: gpus, st
+    character(len=256) :: msg
+    msg = ""
+    gpus = kten_num_gpus(stat=st, errmsg=msg)
+    call check(st == 0 .and. len_trim(msg) == 0, "kten_num_gpus(stat=, errmsg=) succeeds")
+    call check(gpus >= merge(1, 0, mode == "gpu"), "kten_num_gpus counts the GPU under test")
+  end block
 
   call test_kinds_and_ranks()
   call test_refusals()
