@@ -248,6 +248,9 @@ TEST_CASE("3x3 and 3x3x3 convolutions with many channels match a float64 loop, f
                         Case{{1, 32, 125, 16}, {32, 32, 3, 3}, 1, 1},
                         Case{{1, 32, 5, 19}, {32, 32, 3, 3}, 3, 1}, Case{{1, 32, 7, 9, 11}, {32, 32, 3, 3, 3}, 1, 1}})
     for (const DType dtype : {DType::float32, DType::float64}) {
+      // The 912-channel layer is here for cpu()'s float32 F(2x2, 3x3); a GPU runs the direct kernel
+      // the other cases check (on the emulated GPU this one case took 269 s).
+      if (c.x[1] == 912 && (!d.is_cpu() || dtype != DType::float32)) continue;
       const bool three_d = c.x.size() == 5;
       INFO((three_d ? "conv3d" : "conv2d") << ", padding " << c.pad << ", " << c.groups << " groups, "
                                            << (dtype == DType::float32 ? "float32" : "float64"));
@@ -374,6 +377,9 @@ TEST_CASE("the weight gradient over many rows, planes and slabs matches a float6
        {Case{{1, 8, 96, 48}, {8, 8, 3, 3}, 2, 1, 1}, Case{{2, 8, 37, 29}, {6, 8, 3, 3}, 1, 2, 2},
         Case{{1, 8, 4, 20, 32}, {8, 8, 3, 3, 3}, 1, 1, 1}})
     for (const DType dtype : {DType::float32, DType::float64}) {
+      // The 912-channel layer is here for cpu()'s float32 F(2x2, 3x3); a GPU runs the direct kernel
+      // the other cases check (on the emulated GPU this one case took 269 s).
+      if (c.x[1] == 912 && (!d.is_cpu() || dtype != DType::float32)) continue;
       const bool three_d = c.x.size() == 5;
       INFO((three_d ? "conv3d" : "conv2d") << " of " << c.x[1] << " channels, stride along h " << c.stride_h
                                            << ", " << (dtype == DType::float32 ? "float32" : "float64"));
