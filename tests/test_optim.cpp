@@ -302,10 +302,39 @@ TEST_CASE("an optimiser checks every parameter before it updates any", "[optim]"
   m.b.value = b;
   m.b.track();
   adam.step(m);
-  // The state was made for float32 parameters: a model of another dtype is refused.
-  Params other(float64, d);
-  set_gradients(other, gradients(1));
-  CHECK_THAT(message_of<ShapeError>([&] { adam.step(other); }), ContainsSubstring("an optimiser serves one model"));
+  // The state was made for float32 parameters: the model cast to float64 is refused.
+  m.to(float64);
+  set_gradients(m, gradients(1));
+  CHECK_THAT(message_of<ShapeError>([&] { adam.step(m); }), ContainsSubstring("an optimiser serves one model"));
+}
+
+TEST_CASE("an optimiser refuses a second model whose parameters have the same names", "[optim][state]") {
+  // A new user stepped one Adam for two U-Nets: keyed by name alone, both shared one set of moments
+  // and step counts and both trained wrong. The state is bound to the parameters themselves.
+  const Device d = test::device();
+  for (const bool restored : {false, true}) {
+    Params first(float32, d), second(float32, d);
+    set_gradients(first, gradients(1));
+    set_gradients(second, gradients(2));
+    optim::Adam adam(0.01);
+    if (restored) {  // the state loaded for `first` binds to it as a step would
+      optim::Adam stepped(0.01);
+      Params source(float32, d);
+      set_gradients(source, gradients(1));
+      stepped.step(source);
+      adam.load_state(stepped.state(), first);
+    } else {
+      adam.step(first);
+    }
+    const auto before = elements<float>(second.a.value, second.b.value);
+    INFO((restored ? "after load_state" : "after a step"));
+    CHECK_THAT(message_of<Error>([&] { adam.step(second); }),
+               ContainsSubstring("parameter 'a' is not the one this optimiser has state for") &&
+                   ContainsSubstring("make one optimiser per model"));
+    CHECK(elements<float>(second.a.value, second.b.value) == before);  // refused before any update
+    adam.step(first);  // its own model still steps
+    CHECK(adam.state().scalars.size() == 9);  // lr, initial_lr, schedule_step, 4 hyperparameters, a.step, b.step
+  }
 }
 
 TEST_CASE("an optimiser refuses to step a model that moved away from its state", "[optim][multidevice]") {

@@ -38,9 +38,11 @@ struct OptimizerState {
 class LRScheduler;
 
 /// \brief Base of the optimisers. An optimiser keeps per-parameter state (step counts, buffers on
-/// the parameter's device, made at its first update) keyed by the parameter's qualified name, so it
-/// serves one model; the learning rate and the schedule's position live here too, so that state()
-/// captures a whole training position.
+/// the parameter's device, made at its first update) keyed by the parameter's qualified name and
+/// bound to the parameter itself, so it serves one model: step() of another model with a parameter
+/// of the same name (a second model of the same architecture) is a kten::Error, never two models
+/// sharing Adam's moments; the learning rate and the schedule's position live here too, so that
+/// state() captures a whole training position.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -114,7 +116,8 @@ class Optimizer {
  private:
   struct ParameterState {
     std::int64_t step = 0;
-    std::vector<Tensor> buffers;  // as buffer_names_, or empty
+    std::vector<Tensor> buffers;          // as buffer_names_, or empty
+    const nn::Parameter* slot = nullptr;  // whose state it is: a parameter of the same name in another model is refused
   };
   // A state checked against a model, ready to be installed (its buffers still the state's tensors).
   struct Restored {

@@ -90,6 +90,10 @@ std::vector<Optimizer::Update> Optimizer::begin_step(nn::Module& model) {
                    "contiguous memory; assign value.contiguous() and call track()");
     const auto found = parameters_.find(name);
     if (found == parameters_.end()) continue;
+    if (found->second.slot != p)
+      detail::fail(op, "parameter '", name, "' is not the one this optimiser has state for: it belongs to another model (",
+                   model.name(), ") than the one it stepped (or loaded its state for) first. An optimiser's state (",
+                   kind_, "'s step counts and buffers) serves one model, as in PyTorch: make one optimiser per model");
     for (const Tensor& buffer : found->second.buffers) {
       if (buffer.device() != value.device())
         detail::fail<DeviceMismatch>(op, "the state of parameter '", name, "' is on ", buffer.device(),
@@ -118,6 +122,7 @@ std::vector<Optimizer::Update> Optimizer::begin_step(nn::Module& model) {
   for (std::size_t i = 0; i < named.size(); ++i) {
     if (!named[i].slot->value.defined() || !named[i].slot->value.requires_grad()) continue;
     ParameterState& s = parameters_[named[i].name];
+    s.slot = named[i].slot;
     const bool is_fresh = !fresh[i].empty();
     if (is_fresh) s.buffers = std::move(fresh[i]);
     ++s.step;
@@ -176,6 +181,7 @@ Optimizer::Restored Optimizer::checked_state(const OptimizerState& state, const 
     const std::string owner = name.substr(0, name.size() - 5);
     parameter(owner, name);
     restored[owner].step = checked_integer(op, value, 1, name);
+    restored[owner].slot = parameters.at(owner);
   }
   for (const auto& [name, t] : state.tensors) {
     std::size_t b = 0;
