@@ -131,6 +131,49 @@ TEST_CASE("reshape is a view when the strides allow it and a copy otherwise", "[
   CHECK(T.reshape({-1}).to_vector<float>() == T.to_vector<float>());
 }
 
+TEST_CASE("view() is reshape that never copies: a ShapeError where reshape would copy", "[views]") {
+  // DESIGN 1d, PyTorch's view: a solver's later writes to a wrapped field are seen through it.
+  const Device d = test::device();
+  auto X = rand({4, 6}, d, 3);
+  CHECK(X.view({4, -1}).shares_storage_with(X));
+  auto n = X.narrow(1, 0, 4);
+  auto split = n.view({4, 2, 2});
+  CHECK(split.shares_storage_with(X));
+  CHECK(split.strides() == Shape{6, 2, 1});
+  reset_stats();
+  try {
+    (void)n.view({16});
+    FAIL("view() copied");
+  } catch (const ShapeError& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("view()") && Catch::Matchers::ContainsSubstring("without a copy") &&
+                             Catch::Matchers::ContainsSubstring("reshape()"));
+  }
+  CHECK_THROWS_AS(X.transpose().view({24}), ShapeError);
+  CHECK(stats().contiguous_copies == 0);
+  CHECK_THROWS_AS(X.view({5, -1}), ShapeError);
+  // Writes through the view reach the base, and the base's writes the view.
+  auto v = X.transpose().view({3, 2, 4});
+  v.copy_from(zeros({3, 2, 4}, d));
+  CHECK(sum(X).item<float>() == 0.f);
+  X.copy_from(ones({4, 6}, d));
+  CHECK(sum(v).item<float>() == 24.f);
+  // Its gradient is reshape's.
+  auto w = rand({2, 3}, d, 4).requires_grad_();
+  sum(w.view({6}) * arange(6, d)).backward();
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{0, 1, 2, 3, 4, 5});
+}
+
+TEST_CASE("zeros_like and ones_like take the shape, dtype and device", "[views]") {
+  const Device d = test::device();
+  const Tensor t = rand({2, 3}, d, 5).astype(float64);
+  const Tensor z = zeros_like(t), o = ones_like(t.transpose());
+  CHECK((z.shape() == Shape{2, 3} && z.dtype() == float64 && z.device() == d));
+  CHECK((o.shape() == Shape{3, 2} && o.dtype() == float64 && o.device() == d && o.is_contiguous()));
+  CHECK(sum(z).item<double>() == 0);
+  CHECK(sum(o).item<double>() == 6);
+  CHECK_THROWS_AS(zeros_like(Tensor()), Error);
+}
+
 TEST_CASE("writing through a view reaches its base", "[views]") {
   const Device d = test::device();
   auto X = zeros({4, 3}, d);

@@ -110,6 +110,10 @@ class Tensor {
   /// \brief Another shape of the same elements (one extent may be -1): a view sharing storage when
   /// the strides allow it, else a contiguous copy (as PyTorch); ShapeError when the counts differ.
   Tensor reshape(Shape shape) const;
+  /// \brief Another shape of the same elements (one extent may be -1), always a view sharing
+  /// storage (PyTorch's view): a ShapeError where the strides cannot express it and reshape() would
+  /// copy, so that writes through either are seen by the other (an application's wrapped field).
+  Tensor view(Shape shape) const;
   /// \brief View with axes d0 and d1 swapped (negative counts from the end).
   Tensor transpose(int d0, int d1) const;
   /// \brief View with the axes reordered: result axis i is this tensor's axis dims[i].
@@ -336,6 +340,10 @@ Tensor empty(Shape shape, const Device& device = cpu(), DType dtype = DType::flo
 Tensor zeros(const Shape& shape, const Device& device = cpu(), DType dtype = DType::float32);
 /// \brief A tensor of ones on `device`.
 Tensor ones(const Shape& shape, const Device& device = cpu(), DType dtype = DType::float32);
+/// \brief Zeros of t's shape and dtype on t's device (PyTorch's zeros_like).
+Tensor zeros_like(const Tensor& t);
+/// \brief Ones of t's shape and dtype on t's device (PyTorch's ones_like).
+Tensor ones_like(const Tensor& t);
 /// \brief A tensor filled with `value` on `device`.
 Tensor full(const Shape& shape, double value, const Device& device = cpu(),
             DType dtype = DType::float32);

@@ -92,6 +92,14 @@ Tensor detail::tensor_from_rows(std::initializer_list<std::initializer_list<doub
 
 Tensor zeros(const Shape& shape, const Device& device, DType dtype) { return full(shape, 0.0, device, dtype); }
 Tensor ones(const Shape& shape, const Device& device, DType dtype) { return full(shape, 1.0, device, dtype); }
+Tensor zeros_like(const Tensor& t) {
+  detail::check_defined(t, "zeros_like()");
+  return zeros(t.shape(), t.device(), t.dtype());
+}
+Tensor ones_like(const Tensor& t) {
+  detail::check_defined(t, "ones_like()");
+  return ones(t.shape(), t.device(), t.dtype());
+}
 
 Tensor full(const Shape& shape, double value, const Device& device, DType dtype) {
   detail::check_scalar_fits("full()", value, dtype);

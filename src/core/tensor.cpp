@@ -196,39 +196,50 @@ void* Tensor::data() const {
   return static_cast<char*>(storage()->data) + detail::byte_offset(*this);
 }
 
-Tensor Tensor::reshape(Shape shape) const {
-  detail::check_defined(*this, "reshape()");
+namespace {
+// reshape() and view(): the same elements in `shape`, a view where the strides allow it; otherwise
+// a contiguous copy when `may_copy` (reshape), a ShapeError when not (view).
+Tensor reshaped(const Tensor& t, Shape shape, const char* op, bool may_copy) {
+  detail::check_defined(t, op);
   if (std::count(shape.begin(), shape.end(), -1) > 1)
-    detail::fail<ShapeError>("reshape()", "at most one extent may be -1, got ", shape);
+    detail::fail<ShapeError>(op, "at most one extent may be -1, got ", shape);
   // The product of the given extents, with -1 counting as 1: ShapeError for a negative extent or
   // a product past 64 bits.
   const auto inferred = std::find(shape.begin(), shape.end(), -1);
   Shape given = shape;
   if (inferred != shape.end()) given[inferred - shape.begin()] = 1;
-  const std::int64_t known = detail::checked_numel(given, "reshape()"), n = numel();
+  const std::int64_t known = detail::checked_numel(given, op), n = t.numel();
   if (inferred != shape.end()) {
     if (known == 0 || n % known != 0)
-      detail::fail<ShapeError>("reshape()", "cannot infer the -1 extent of ", shape, " for ", n, " elements (shape ",
-                               this->shape(), ")");
+      detail::fail<ShapeError>(op, "cannot infer the -1 extent of ", shape, " for ", n, " elements (shape ", t.shape(), ")");
     *inferred = n / known;
   } else if (known != n) {
-    detail::fail<ShapeError>("reshape()", "cannot view ", n, " elements (shape ", this->shape(), ") as shape ", shape, " (",
-                             known, " elements)");
+    detail::fail<ShapeError>(op, "cannot view ", n, " elements (shape ", t.shape(), ") as shape ", shape, " (", known,
+                             " elements)");
   }
   std::optional<Shape> strides;
-  if (is_contiguous()) {
+  if (t.is_contiguous()) {
     strides = detail::contiguous_strides(shape);
   } else {
-    strides = detail::view_strides(this->shape(), this->strides(), shape);
-    if (!strides) return contiguous().reshape(std::move(shape));  // the strides cannot express it: a copy, as PyTorch
+    strides = detail::view_strides(t.shape(), t.strides(), shape);
+    if (!strides && may_copy) return t.contiguous().reshape(std::move(shape));  // a copy, as PyTorch
+    if (!strides)
+      detail::fail<ShapeError>(op, "the strides of this tensor (shape ", t.shape(), ", strides ", t.strides(),
+                               ") cannot express shape ", shape, " without a copy, and a view never copies; "
+                               "use reshape() (which copies here) or contiguous().view(...)");
   }
-  Tensor out(storage(), std::move(shape), std::move(*strides), offset(), dtype());
-  if (detail::recording(*this))
-    detail::record("kten::reshape", out, {this}, [base = this->shape()](const Tensor& g, const detail::Needs&) {
+  Tensor out(t.storage(), std::move(shape), std::move(*strides), t.offset(), t.dtype());
+  if (detail::recording(t))
+    detail::record("kten::reshape", out, {&t}, [base = t.shape()](const Tensor& g, const detail::Needs&) {
       return detail::Grads{g.reshape(base)};
     });
   return out;
 }
+}  // namespace
+
+Tensor Tensor::reshape(Shape shape) const { return reshaped(*this, std::move(shape), "reshape()", true); }
+
+Tensor Tensor::view(Shape shape) const { return reshaped(*this, std::move(shape), "view()", false); }
 
 bool Tensor::shares_storage_with(const Tensor& other) const {
   return storage() && storage() == other.storage();

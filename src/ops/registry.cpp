@@ -32,6 +32,7 @@ std::vector<OpDef> view_ops() {
   return {
       {"Tensor::contiguous", "Tensor::contiguous()", 1, {real}, any, true, [](X x, A) { return x[0].contiguous(); }},
       {"Tensor::reshape", "Tensor::reshape(Shape)", 1, {real}, any, true, [](X x, A a) { return x[0].reshape(a.ints); }},
+      {"Tensor::view", "Tensor::view(Shape)", 1, {real}, any, true, [](X x, A a) { return x[0].view(a.ints); }},
       {"Tensor::transpose", "Tensor::transpose(int,int)", 1, {real}, any, true,
        [](X x, A a) { return x[0].transpose(axis_of(a, 0), axis_of(a, 1)); }},
       {"Tensor::permute", "Tensor::permute(vector<int>)", 1, {real}, any, true, [](X x, A a) { return x[0].permute(axes_of(a)); }},

@@ -448,8 +448,9 @@ std::vector<std::string> public_ops(const std::string& headers) {
 
 std::vector<std::string> missing_rows(const std::string& headers, const std::vector<ops::OpDef>& registered,
                                       const std::vector<Row>& rows) {
-  // Tensor's accessors that return a tensor but compute nothing.
-  const std::set<std::string> not_ops{"Tensor::grad()", "Tensor::pin_memory()"};
+  // Tensor's accessors that return a tensor but compute nothing, and the factories that read only
+  // a tensor's shape, dtype and device (no values, no gradient).
+  const std::set<std::string> not_ops{"Tensor::grad()", "Tensor::pin_memory()", "zeros_like(Tensor)", "ones_like(Tensor)"};
   std::set<std::string> apis;
   for (const ops::OpDef& op : registered) apis.insert(op.api);
   std::vector<std::string> missing;

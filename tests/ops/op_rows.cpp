@@ -420,6 +420,7 @@ std::vector<Row> op_table() {
       op("expand", broadcast(1), KTEN(x[0].expand(stretched(x[0].shape()))), TORCH(x[0].expand(stretched(x[0].sizes()))))
           .covers("Tensor::expand"),
       reg("Tensor::reshape", "reshape(-1)", broadcast(1), ints({-1}), TORCH(x[0].reshape({-1}))),
+      reg("Tensor::view", "view(-1)", broadcast(1), ints({-1}), TORCH(x[0].view({-1}))),
       op("reshape(reversed)", broadcast(1), KTEN(x[0].reshape(reversed_shape(x[0].shape()))), TORCH(x[0].reshape(reversed_shape(x[0].sizes())))),
       reg("Tensor::contiguous", "contiguous", broadcast(1), {}, TORCH(x[0].contiguous())),
       reg("cat", "cat(0)", cat_shapes(2, 0), ints({0}), TORCH(at::cat({x[0], x[1]}, 0))),
