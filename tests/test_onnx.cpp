@@ -88,6 +88,13 @@ TEST_CASE("onnx: run() checks the inputs against the graph's declaration", "[onn
   REQUIRE_THROWS_AS(net(zeros({2, 3}, test::other_device())), DeviceMismatch);
   REQUIRE_THROWS_AS(net.run({}), Error);
   REQUIRE(net(zeros({5, 3}, d)).shape() == Shape{5, 1});  // N is symbolic
+  // The errors say what to do: astype for the dtype, dynamic_axes for a batch the export fixed.
+  CHECK_THROWS_WITH(net(zeros({2, 3}, d, float64)), ContainsSubstring("x.astype(kten::float32)"));
+  Builder fixed = mlp();
+  fixed.graph->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(4);
+  auto fixed_net = kten::onnx::load(fixed.write("kten-test-mlp-fixed.onnx"), d);
+  CHECK_THROWS_WITH(fixed_net(zeros({2, 3}, d)), ContainsSubstring("fixes the batch axis at 4") && ContainsSubstring("dynamic_axes"));
+  CHECK_THROWS_WITH(fixed_net(zeros({4, 2}, d)), !ContainsSubstring("dynamic_axes"));  // not the batch axis
 }
 
 TEST_CASE("onnx: shape arithmetic runs on the host, views and softmax on the device, without a sync", "[onnx]") {

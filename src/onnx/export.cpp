@@ -1,5 +1,5 @@
 // kten::onnx::save: writes a module as an ONNX model (opset 17). An imported Model is its own
-// graph with the current parameters. Any other module is traced, as torch.onnx.export traces: one
+// graph with the current parameters, in the mode the model is in. Any other module is traced, as torch.onnx.export traces: one
 // forward call on a copy of the example input runs with a tracer on the autograd tape
 // (autograd.hpp), which records each op, its inputs, output and attributes; the ops the output
 // depends on become ONNX nodes, through a table of one small emitter per kten op. The input is the
@@ -672,6 +672,69 @@ class Exporter {
   std::unordered_set<std::string> written_;
 };
 
+// An imported graph written in the mode its module is in, not the file's: a model exported in
+// training mode and switched to eval() must deploy with running statistics and no dropout (ONNX
+// Runtime runs the file's mode). BatchNormalization: training_mode from opset 14; at opset 13 the
+// mode is its outputs (training: the running and saved statistics, inference: Y alone), so an
+// inference node gets four new outputs in training and a training node loses its four in
+// inference (refused where another node or the graph reads them). Dropout: its training_mode
+// input, a bool initializer of kten's.
+void write_mode(::onnx::GraphProto& g, int opset, bool training, const std::string& op) {
+  std::unordered_set<std::string> read, names;
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) read.insert(in);
+    for (const auto& out : n.output()) names.insert(out);
+  }
+  for (const auto& out : g.output()) read.insert(out.name());
+  for (const auto& t : g.initializer()) names.insert(t.name());
+  for (const auto& in : g.input()) names.insert(in.name());
+  // A name no value of the graph has: `base`, else base_1, base_2, ...
+  const auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names.count(name); ++k) name = base + "_" + std::to_string(k);
+    names.insert(name);
+    return name;
+  };
+  std::string mode_name;  // the Dropout's training_mode initializer, made at its first use
+  for (int k = 0; k < g.node_size(); ++k) {
+    ::onnx::NodeProto& n = *g.mutable_node(k);
+    const std::string where = "node '" + (n.name().empty() ? n.op_type() + "_" + std::to_string(k) : n.name()) + "'";
+    if (n.op_type() == "BatchNormalization" && opset >= 14) {
+      ::onnx::AttributeProto* mode = nullptr;
+      for (auto& a : *n.mutable_attribute())
+        if (a.name() == "training_mode") mode = &a;
+      if (!mode) mode = n.add_attribute();
+      mode->set_name("training_mode");
+      mode->set_type(::onnx::AttributeProto_AttributeType_INT);
+      mode->set_i(training ? 1 : 0);
+      if (!training)
+        while (n.output_size() > 1 && !read.count(n.output(n.output_size() - 1))) n.mutable_output()->RemoveLast();
+      if (!training && n.output_size() > 1)
+        fail(op, where, " (BatchNormalization): its running statistics' outputs are read, which inference mode does not give");
+    } else if (n.op_type() == "BatchNormalization") {
+      if (training && n.output_size() == 1)
+        for (const char* out : {"running_mean", "running_var", "saved_mean", "saved_var"}) n.add_output(fresh(n.output(0) + "_" + out));
+      if (!training) {
+        for (int i = 1; i < n.output_size(); ++i)
+          if (read.count(n.output(i)))
+            fail(op, where, " (BatchNormalization, opset 13): its statistics' outputs are read, which inference mode does not give");
+        while (n.output_size() > 1) n.mutable_output()->RemoveLast();
+      }
+    } else if (n.op_type() == "Dropout") {
+      if (mode_name.empty()) {
+        mode_name = fresh(training ? "kten_training_mode_true" : "kten_training_mode_false");
+        auto* t = g.add_initializer();
+        t->set_name(mode_name);
+        t->set_data_type(::onnx::TensorProto_DataType_BOOL);
+        t->set_raw_data(std::string(1, training ? '\1' : '\0'));
+      }
+      while (n.input_size() < 2) n.add_input("");  // the ratio: absent, its default 0.5
+      if (n.input_size() < 3) n.add_input(mode_name);
+      else n.set_input(2, mode_name);
+    }
+  }
+}
+
 }  // namespace
 
 void save(const std::string& path, nn::Module& module, const std::vector<Tensor>& example_inputs) {
@@ -684,6 +747,7 @@ void save(const std::string& path, nn::Module& module, const std::vector<Tensor>
     for (auto& t : *proto.mutable_graph()->mutable_initializer())
       for (const Value& v : graph.values)
         if (v.source == Source::parameter && v.name == t.name()) fill(t, t.name(), v.parameter);
+    write_mode(*proto.mutable_graph(), graph.opset, model->is_training(), op);
   } else {
     if (example_inputs.size() != 1 || !example_inputs[0].defined())
       fail(op, "a ", module.name(), " is traced through one call on one example input; got ", example_inputs.size());

@@ -96,12 +96,20 @@ std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs) {
     if (x.device() != device())
       fail<DeviceMismatch>(op, "input '", name, "' is on ", x.device(), " but the model is on ", device(),
                            "; kten never copies implicitly: move it with x.to(", device(), ")");
-    if (x.dtype() != want.dtype) fail<DTypeError>(op, "input '", name, "' is ", x.dtype(), "; the graph declares ", want.dtype);
+    if (x.dtype() != want.dtype)
+      fail<DTypeError>(op, "input '", name, "' is ", x.dtype(), "; the graph declares ", want.dtype, ": convert it with x.astype(kten::",
+                       want.dtype, ")");
     bool fits = want.shape.empty() || static_cast<std::size_t>(x.ndim()) == want.shape.size();
     for (std::size_t d = 0; fits && d < want.shape.size(); ++d) fits = want.shape[d] < 0 || want.shape[d] == x.shape()[d];
+    // Only the batch axis differs from a fixed extent: the export fixed it (no dynamic_axes).
+    bool batch_only = fits == false && static_cast<std::size_t>(x.ndim()) == want.shape.size() && !want.shape.empty() &&
+                      want.shape[0] >= 0 && want.shape[0] != x.shape()[0];
+    for (std::size_t d = 1; batch_only && d < want.shape.size(); ++d) batch_only = want.shape[d] < 0 || want.shape[d] == x.shape()[d];
     if (!fits)
-      fail<ShapeError>(op, "input '", name, "' has shape ", x.shape(), "; the graph declares ", want.shape,
-                       " (-1: any extent)");
+      fail<ShapeError>(op, "input '", name, "' has shape ", x.shape(), "; the graph declares ", want.shape, " (-1: any extent)",
+                       batch_only ? std::string("; the file fixes the batch axis at ") + std::to_string(want.shape[0]) +
+                                        ": export with dynamic_axes={'" + name + "': {0: 'batch'}} (and the outputs') to run other batch sizes"
+                                  : std::string());
   }
   return run_graph(*graph_, inputs, is_training());
 }
