@@ -5,6 +5,7 @@
 
 #include <kten/kten.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -12,6 +13,7 @@
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <kten/checkpoint.hpp>
 #include <kten/config.hpp>
@@ -429,7 +431,22 @@ kten_status kten_optimizer_distribute(kten_optimizer o, int32_t fortran_comm) {
     kten_optimizer_s& opt = need(o, "optimizer");
 #if KTEN_WITH_MPI
     auto group = kten::dist::wrap(MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm)));
-    for (const kten::Tensor& p : opt.model->parameters()) group->broadcast(p.detach(), 0);
+    // The ranks agree on the number of parameters first (one all_gather, read on the host once):
+    // the broadcasts and every step's all-reduces pair parameters by position, and a rank with
+    // more of them would wait in a collective the others never call. Their shapes and dtypes
+    // are then checked by each collective's own agreement (CollectiveMismatch on every rank).
+    const std::vector<kten::Tensor> parameters = opt.model->parameters();
+    const kten::Device device = opt.model->device();
+    const auto counts = group->all_gather(kten::full({1}, static_cast<double>(parameters.size()), device, kten::float64))
+                            .to(kten::cpu())
+                            .to_vector<double>();
+    if (std::any_of(counts.begin(), counts.end(), [&](double c) { return c != counts[0]; })) {
+      std::string each;
+      for (std::size_t r = 0; r < counts.size(); ++r) each += (r ? ", " : "") + std::to_string(static_cast<long long>(counts[r]));
+      throw kten::dist::CollectiveMismatch("kten_optimizer_distribute: the ranks' models differ: they hold " + each +
+                                           " parameters (rank 0 first); every rank must load the same model");
+    }
+    for (const kten::Tensor& p : parameters) group->broadcast(p.detach(), 0);
     opt.group = std::move(group);
 #else
     (void)opt;
@@ -450,10 +467,18 @@ kten_status kten_optimizer_step(kten_optimizer o) {
   return guarded("kten_optimizer_step", [&] {
     kten_optimizer_s& opt = need(o, "optimizer");
     if (opt.group) {
+      // Every parameter's gradient, in the same order on every rank (their count was agreed when
+      // the optimiser was distributed): one that a rank lacks is an undefined tensor, which the
+      // collective's agreement refuses on every rank, as DistributedDataParallel does, instead of
+      // pairing one parameter's gradient with another's.
       kten::NoGradGuard no_grad;
-      for (const kten::Tensor& p : opt.model->parameters()) {
-        const kten::Tensor g = p.grad();
-        if (g.defined()) opt.group->all_reduce(g, kten::dist::ReduceOp::mean);
+      for (const kten::nn::NamedParameter& p : opt.model->named_parameters()) {
+        if (!p.slot->value.defined()) continue;  // not in parameters(): not counted either
+        try {
+          opt.group->all_reduce(p.slot->value.grad(), kten::dist::ReduceOp::mean);
+        } catch (const kten::dist::CollectiveMismatch& e) {
+          throw kten::dist::CollectiveMismatch("the gradient of '" + p.name + "': " + e.what());
+        }
       }
     }
     opt.optimizer->step(*opt.model);

@@ -1,7 +1,8 @@
 ! The Fortran module on 2 ranks (CTest labels fortran and mpi): test_fortran_mpi <folder> cpu|gpu.
 ! Rank 1 first drifts from the file's parameters (5 SGD steps of its own); an optimiser made with
 ! comm= brings it back to rank 0's; then 20 Adam steps on different data per rank must leave
-! identical parameters on both ranks (the same outputs, bit for bit) and lower the loss.
+! identical parameters on both ranks (the same outputs, bit for bit) and lower the loss. Ranks
+! that load different models get an error status on both, never a hang.
 program test_fortran_mpi
   use, intrinsic :: iso_fortran_env, only: real32, real64
   use mpi
@@ -58,6 +59,7 @@ program test_fortran_mpi
     failures = failures + 1
   end if
   print '(a, i0, a, es10.3, a, es10.3)', "rank ", rank, ": loss ", loss0, " -> ", loss1
+  call mismatched_models()
   call kten_free(xh); call kten_free(th); call kten_free(xt); call kten_free(tt)
   call kten_free(pred); call kten_free(loss); call kten_free(opt); call kten_free(net)
   call kten_finalize()
@@ -74,6 +76,25 @@ contains
     call kten_optimizer_zero_grad(opt)
     call kten_backward(loss)
     call kten_optimizer_step(opt)
+  end subroutine
+
+  ! Rank 1 loads a model with one more layer (its first parameters of the same shapes): making the
+  ! data-parallel optimiser must fail on both ranks with a status, never leave rank 1 waiting in a
+  ! broadcast that rank 0 never makes.
+  subroutine mismatched_models()
+    type(kten_model) :: other
+    type(kten_optimizer) :: other_opt
+    integer :: st
+    character(len=512) :: msg
+    if (rank == 0) call kten_model_load(other, trim(folder) // "/mlp.onnx", dev)
+    if (rank == 1) call kten_model_load(other, trim(folder) // "/mlp-longer.onnx", dev)
+    msg = ""
+    call kten_optimizer_sgd(other_opt, other, 0.1_real64, comm=MPI_COMM_WORLD, stat=st, errmsg=msg)
+    if (st == 0 .or. index(msg, "the ranks' models differ") == 0) then
+      print '(a, i0, 3a, i0)', "FAILED: mismatched models were not refused on rank ", rank, ": '", trim(msg), "', stat ", st
+      failures = failures + 1
+    end if
+    call kten_free(other_opt); call kten_free(other)
   end subroutine
 
   ! The model's outputs on rank 0's data, the same on every rank (min == max over the ranks).
