@@ -105,6 +105,8 @@ TEST_CASE("pad refuses a mode on an axis it cannot take, naming the mode and the
   CHECK_THAT(shape_error([&] { pad(ones({2, 0}, d), {1, 1}, nn::PaddingMode::replicate); }), ContainsSubstring("empty"));
   CHECK_THAT(shape_error([&] { pad(x, {1, 1, 1}); }), ContainsSubstring("pairs"));
   CHECK_THAT(shape_error([&] { pad(x, {-1, 1}); }), ContainsSubstring(">= 0"));
+  // An extent past 64 bits is refused before it is summed (it wrapped negative: undefined behaviour).
+  CHECK_THAT(shape_error([&] { pad(x, {std::int64_t{1} << 62, std::int64_t{1} << 62}); }), ContainsSubstring("64 bits"));
   const Tensor y = pad(x, {1, 2, 0, 1}, nn::PaddingMode::zeros, 0.5);
   CHECK(y.shape() == Shape{1, 1, 4, 7});
   CHECK(y.sum().item<float>() == Approx(12 + 0.5 * (28 - 12)));

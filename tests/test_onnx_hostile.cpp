@@ -4,7 +4,9 @@
 // there, the op's error at run otherwise), never a crash, a hang or a silent answer; through the
 // C API the same files are a status. The cases are the attributes each op reads before it
 // divides, allocates, indexes or copies into a buffer of fixed size with them.
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -195,3 +197,81 @@ TEST_CASE("onnx: Slice's extreme steps and Split's negative sizes are answered, 
   require_refused<ShapeError>(b, "kten-hostile-split.onnx", {"'crafted' (Split)", "split size -1"});
 }
 
+
+TEST_CASE("onnx: Resize, Pad, Range, Expand, Reshape and ConstantOfShape with hostile sizes are kten errors", "[onnx]") {
+  // Each reads a constant it sizes an output with or divides by: a scale of 0, NaN, infinity or
+  // a negative one; sizes, pads and shapes that are negative or whose element count passes 64 bits;
+  // a step of 0. A kten::Error at load (the node is folded) or at run, never a crash.
+  struct Case {
+    const char* what;
+    std::function<void(Builder&)> build;
+  };
+  const auto floats = [](Builder& b, const std::string& name, const std::vector<float>& v) {
+    b.floats(name, v, {static_cast<std::int64_t>(v.size())});
+  };
+  const auto resize_scales = [&](std::vector<float> scales) {
+    return [=](Builder& b) {
+      floats(b, "scales", scales);
+      Builder::attr_s(b.node("Resize", {"x", "", "scales"}, {"y"}, "crafted"), "mode", "linear");
+    };
+  };
+  const Case cases[] = {
+      {"Resize scale 0", resize_scales({1, 1, 0, 2})},
+      {"Resize scale NaN", resize_scales({1, 1, std::nanf(""), 2})},
+      {"Resize scale inf", resize_scales({1, 1, INFINITY, 2})},
+      {"Resize scale -2", resize_scales({1, 1, -2, 2})},
+      {"Resize scale 1e30", resize_scales({1, 1, 1e30f, 1e30f})},
+      {"Resize sizes negative", [](Builder& b) {
+         int_tensor(b, "sizes", {1, 2, -4, 4}, {4});
+         Builder::attr_s(b.node("Resize", {"x", "", "", "sizes"}, {"y"}, "crafted"), "mode", "linear");
+       }},
+      {"Resize sizes 2^40", [](Builder& b) {
+         int_tensor(b, "sizes", {1, 2, std::int64_t{1} << 40, std::int64_t{1} << 40}, {4});
+         Builder::attr_s(b.node("Resize", {"x", "", "", "sizes"}, {"y"}, "crafted"), "mode", "linear");
+       }},
+      {"Pad 2^62", [](Builder& b) {
+         int_tensor(b, "pads", {0, 0, std::int64_t{1} << 62, 0, 0, 0, std::int64_t{1} << 62, 0}, {8});
+         b.node("Pad", {"x", "pads"}, {"y"}, "crafted");
+       }},
+      {"Range step 0", [](Builder& b) {
+         int_tensor(b, "start", {0}, {});
+         int_tensor(b, "limit", {10}, {});
+         int_tensor(b, "delta", {0}, {});
+         b.node("Range", {"start", "limit", "delta"}, {"r"}, "crafted");
+         b.node("Identity", {"x"}, {"y"}, "keep");
+         b.graph->mutable_output(0)->set_name("r");
+       }},
+      {"Expand negative", [](Builder& b) {
+         int_tensor(b, "shape", {1, -2, 6, 6}, {4});
+         b.node("Expand", {"x", "shape"}, {"y"}, "crafted");
+       }},
+      {"Expand past 64 bits", [](Builder& b) {
+         int_tensor(b, "shape", {std::int64_t{1} << 40, 2, std::int64_t{1} << 40, 6}, {4});
+         b.node("Expand", {"x", "shape"}, {"y"}, "crafted");
+       }},
+      {"Reshape -2", [](Builder& b) {
+         int_tensor(b, "shape", {-2, 36}, {2});
+         b.node("Reshape", {"x", "shape"}, {"y"}, "crafted");
+       }},
+      {"ConstantOfShape negative", [](Builder& b) {
+         int_tensor(b, "shape", {2, -3}, {2});
+         b.node("ConstantOfShape", {"shape"}, {"c"}, "crafted");
+         b.node("Identity", {"x"}, {"y"}, "keep");
+         b.graph->mutable_output(0)->set_name("c");
+       }},
+      {"ConstantOfShape past 64 bits", [](Builder& b) {
+         int_tensor(b, "shape", {std::int64_t{1} << 40, std::int64_t{1} << 40}, {2});
+         b.node("ConstantOfShape", {"shape"}, {"c"}, "crafted");
+         b.node("Identity", {"x"}, {"y"}, "keep");
+         b.graph->mutable_output(0)->set_name("c");
+       }},
+  };
+  for (const Case& c : cases) {
+    Builder b = graph_over({1, 2, 6, 6});
+    c.build(b);
+    INFO(c.what);
+    // Pad's extents overflowed (6 + 2 x 2^62 wrapped negative: undefined behaviour caught by luck).
+    require_refused<Error>(b, "kten-hostile-sizes.onnx", std::string(c.what) == "Pad 2^62" ? std::vector<std::string>{"longer than 64 bits"}
+                                                                                              : std::vector<std::string>{});
+  }
+}

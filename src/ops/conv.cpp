@@ -1565,7 +1565,10 @@ Tensor pad(const Tensor& x, const Shape& pads, nn::PaddingMode mode, double valu
       fail<ShapeError>(op, detail::mode_name(mode), " padding ", pads, " cannot pad axis ", a, " of shape ", x.shape(),
                        mode == nn::PaddingMode::reflect ? " (each pad must be smaller than the axis)"
                        : mode == nn::PaddingMode::circular ? " (each pad must be at most the axis)" : " (the axis is empty)");
-    geometry.out[a] = out_shape[a] = n + before + after;
+    const auto with_before = detail::checked_add(n, before);
+    const auto padded_extent = with_before ? detail::checked_add(*with_before, after) : with_before;
+    if (!padded_extent) fail<ShapeError>(op, "pads ", pads, " make axis ", a, " of shape ", x.shape(), " longer than 64 bits can count");
+    geometry.out[a] = out_shape[a] = *padded_extent;
     geometry.in[a] = n;
     geometry.before[a] = before;
     geometry.stride[a] = x.strides()[a];
