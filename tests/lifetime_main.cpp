@@ -1,12 +1,15 @@
 // kten's lifetimes, each in a process of its own (the mode is the first argument): nothing aborts
 // at exit, whatever outlives Kokkos.
 //   no-guard      no ScopeGuard at all: kten starts Kokkos on first use and finalises it at exit
+//                 (after an index-checked gather)
 //   static-model  a model at namespace scope, filled and trained inside a ScopeGuard, destroyed at
 //                 exit after the guard has finalised Kokkos (a simulation object holding its surrogate)
 //   after-guard   a tensor used after its guard has ended: a kten::Error that says so, and the
 //                 tensor itself dropped at exit without an abort
+#include <cstdint>
 #include <cstring>
 #include <iostream>
+#include <vector>
 
 #include <kten/kten.hpp>
 
@@ -16,7 +19,11 @@ kten::nn::Sequential static_model;  // constructed before main, destroyed after 
 
 int no_guard() {
   const auto x = kten::ones({2, 3}, kten::try_gpu());
-  std::cout << "sum " << (x + 1.f).sum().item<float>() << " on " << x.device() << '\n';
+  // A gather checks its indices on the device (a GPU's check state is made here, after kten's
+  // at-exit finalize was registered: it used to be destroyed first, and the finalize then freed
+  // it again, an abort at exit).
+  const auto picked = kten::gather(x, 0, kten::tensor(std::vector<std::int64_t>{1, 0, 1}, {1, 3}, x.device()));
+  std::cout << "sum " << (x + 1.f).sum().item<float>() + picked.sum().item<float>() - 3 << " on " << x.device() << '\n';
   return 0;
 }
 

@@ -124,6 +124,9 @@ TEST_CASE("onnx: a window's strides, kernel, dilations, pads and groups are chec
   const Case cases[] = {
       {"MaxPool", {{"strides", {0, 0}}}, 1, "'strides' holds 0"},  // SIGFPE before the fix
       {"MaxPool", {{"strides", {-1, 1}}}, 0, "'strides' holds -1"},
+      // The fuzzer's finding: ceil_mode's span overflowed with pads of 2^63 - 2.
+      {"MaxPool", {{"pads", {0, 0, 0, 9223372036854775806}}}, 1, "at most 2^31 - 1"},
+      {"MaxPool", {{"kernel_shape", {3, std::int64_t{1} << 31}}}, 1, "at most 2^31 - 1"},
       {"MaxPool", {{"kernel_shape", {0, 3}}}, 1, "'kernel_shape' holds 0"},
       {"AveragePool", {{"strides", {1, 0}}}, 1, "'strides' holds 0"},
       {"AveragePool", {{"pads", {0, 0, 1}}}, 0, "odd number of values"},
@@ -133,6 +136,7 @@ TEST_CASE("onnx: a window's strides, kernel, dilations, pads and groups are chec
       {"Conv", {{"strides", {1, 1}}, {"dilations", {1, 1, 1}}}, 0, "'dilations' is for 3 spatial axes, an earlier one for 2"},
       {"ConvTranspose", {{"strides", {0, 0}}}, 0, "'strides' holds 0"},
       {"ConvTranspose", {{"output_padding", {-1, 0}}}, 0, "'output_padding' holds -1"},
+      {"ConvTranspose", {{"output_padding", {0, std::int64_t{1} << 40}}}, 0, "[0, 2^31 - 1]"},
   };
   for (const Case& c : cases) {
     Builder b = windowed(c.op, c.lists, c.ceil_mode);

@@ -36,14 +36,19 @@ struct GpuFlags {
   std::uint64_t sharing_last = 0;  // checks past kSlots
 };
 
+// Both are made on first use and never destroyed: Kokkos may be finalised during static
+// destruction (a static ScopeGuard, or kten's own at-exit finalize), after a static map made at
+// the first GPU index check would already be gone, and the finalize hook below clears the map.
+// Before, that hook cleared a destroyed map: a double free (glibc's abort) or, under ASan, a
+// heap-use-after-free, in every program that ran a checked GPU op and finalised at exit.
 std::mutex& flags_mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex;
+  return *m;
 }
 
 std::map<int, GpuFlags>& gpu_flags() {
-  static std::map<int, GpuFlags> flags;
-  return flags;
+  static auto* flags = new std::map<int, GpuFlags>;
+  return *flags;
 }
 
 // The two flag values of a cpu() flag, or all of a GPU buffer's: a plain device-to-host copy.

@@ -474,10 +474,16 @@ std::int64_t node_int(const Node& n, const std::string& name, std::int64_t fallb
   fail<FormatError>("onnx", "node '", n.name, "' (", n.op_type, "): ", what);
 }
 
+// The largest value of a window attribute: far past any real kernel, stride or pad, and small
+// enough that the window arithmetic on an int64 extent (ceil_mode's span and output count, the
+// padded extent) cannot overflow.
+constexpr std::int64_t kMaxWindow = (std::int64_t{1} << 31) - 1;
+
 // The window attributes of a convolution or pooling node, checked at load before any kernel
 // divides by a stride or sizes an output with them: explicit padding only (PyTorch's exporter
 // writes pads, never auto_pad); kernel_shape, strides and dilations positive and of one length,
-// pads non-negative and twice that length. Their length against the input's rank is window_of's.
+// pads non-negative and twice that length, all at most kMaxWindow. Their length against the
+// input's rank is window_of's.
 void check_window(const Node& n) {
   const std::string auto_pad = node_text(n, "auto_pad", "NOTSET");
   if (auto_pad != "NOTSET") refuse(n, "auto_pad " + auto_pad + " (only NOTSET, with explicit pads)");
@@ -489,9 +495,11 @@ void check_window(const Node& n) {
     const bool pads = std::string_view(name) == "pads";
     if (a.kind != Attribute::integers) invalid(n, std::string("attribute '") + name + "' must be a list of integers");
     for (std::int64_t v : a.ints)
-      if (pads ? v < 0 : v < 1)
+      if ((pads ? v < 0 : v < 1) || v > kMaxWindow)
         invalid(n, std::string("attribute '") + name + "' holds " + std::to_string(v) +
-                       (pads ? "; pads must not be negative" : "; its values must be at least 1"));
+                       (v > kMaxWindow ? "; a window's values must be at most 2^31 - 1"
+                        : pads         ? "; pads must not be negative"
+                                       : "; its values must be at least 1"));
     if (pads && a.ints.size() % 2 != 0) invalid(n, "attribute 'pads' holds an odd number of values (" + std::to_string(a.ints.size()) + ")");
     const std::size_t axes = pads ? a.ints.size() / 2 : a.ints.size();
     if (spatial != 0 && axes != spatial)
@@ -572,7 +580,8 @@ void check_conv_transpose(const Node& n) {
   const auto it = n.attributes.find("output_padding");
   if (it != n.attributes.end())
     for (std::int64_t p : it->second.ints)
-      if (p < 0) invalid(n, "attribute 'output_padding' holds " + std::to_string(p) + "; it must not be negative");
+      if (p < 0 || p > kMaxWindow)
+        invalid(n, "attribute 'output_padding' holds " + std::to_string(p) + "; it must lie in [0, 2^31 - 1]");
   if (n.attributes.count("output_shape")) refuse(n, "output_shape (give pads and output_padding)");
 }
 

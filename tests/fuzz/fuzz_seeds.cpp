@@ -4,10 +4,88 @@
 // float64, eager and lazily shaped by a first input), one safetensors file of every dtype
 // with metadata, and onnx/ files made by kten::onnx::save() (with KTEN_ENABLE_ONNX).
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 
 #include "fuzz_models.hpp"
+
+namespace {
+
+// A module of one function, for the op families no layer exports alone.
+class Lambda : public kten::nn::Module {
+ public:
+  Lambda(std::string name, std::function<kten::Tensor(const kten::Tensor&)> f) : name_(std::move(name)), f_(std::move(f)) {}
+  kten::Tensor forward(const kten::Tensor& x) override { return f_(x); }
+  std::string name() const override { return name_; }
+
+ private:
+  std::string name_;
+  std::function<kten::Tensor(const kten::Tensor&)> f_;
+};
+
+// One seed per op family the ONNX fuzzer must reach (issue 47): real layers at small shapes, so
+// that a mutant of any of them runs in milliseconds. The fuzzer feeds each graph input zeros of
+// its declared shape (symbolic extents 2), so these reach the kernels as they are.
+void write_family_seeds(const std::filesystem::path& onnx) {
+  using namespace kten;
+  const Tensor image = ones({1, 2, 8, 8});
+  const auto save = [&](const std::string& name, nn::Module& m, const Tensor& x) {
+    onnx::save((onnx / ("seed-" + name + ".onnx")).string(), m, {x});
+  };
+  {  // convolution, transposed convolution, padding modes
+    nn::Sequential net;
+    net.add(nn::Conv2d(2, 3, {3, 3}, {{1}, {1}, {1}, 1, true, nn::PaddingMode::circular, float32, 1}));
+    net.add(nn::ConvTranspose2d(3, 2, {2, 2}, {{2}, {0}, {0}, {1}, 1, true, float32, 2}));
+    net.add(nn::Conv2d(2, 2, {3, 3}, {{2}, {1}, {2}, 2, false, nn::PaddingMode::reflect, float32, 3}));
+    save("conv", net, image);
+  }
+  {  // pooling
+    nn::Sequential net;
+    net.add(nn::MaxPool2d({3, 3}, {{2}, {1}, true, true}));
+    net.add(nn::AvgPool2d({2, 2}, {{1}, {1}, false, false}));
+    net.add(nn::AdaptiveAvgPool<2>({1, 1}));
+    save("pool", net, image);
+  }
+  {  // resampling
+    nn::Sequential net;
+    net.add(nn::Upsample({{}, {2.0}, nn::InterpolateMode::bilinear, false}));
+    net.add(nn::Upsample({{}, {0.5}, nn::InterpolateMode::nearest, false}));
+    save("resize", net, image);
+  }
+  {  // normalisations, in training mode (BatchNormalization's training form, Dropout)
+    nn::Sequential net;
+    net.add(nn::BatchNorm2d(2));
+    net.add(nn::GroupNorm(1, 2));
+    net.add(nn::InstanceNorm2d(2, 1e-5, true));
+    net.add(nn::Dropout(0.25));
+    net.train();
+    save("norms", net, image);
+    nn::Sequential rows;
+    rows.add(nn::LayerNorm(8));
+    rows.add(nn::Linear(8, 4, {true, float32, 4}));
+    save("layer-norm", rows, ones({3, 8}));
+  }
+  {  // gathers and scatters along an axis (message passing), int64 indices
+    nn::Sequential net;
+    net.add(nn::Embedding(5, 3, float32, 5));
+    save("embedding", net, tensor(std::vector<std::int64_t>{0, 4, 2}, {3}));
+    const Tensor index = tensor(std::vector<std::int64_t>{0, 1, 1, 0, 0, 1}, {2, 3});  // < 2: the fuzzer runs batch 2
+    Lambda graph("gather-scatter", [index](const Tensor& x) {
+      return scatter_add(x, 0, index, gather(x, 0, index) * 2.0);
+    });
+    save("gather-scatter", graph, ones({4, 3}));
+  }
+  {  // attention: scores, a softmax along the keys, the weighted values
+    Lambda attention("attention", [](const Tensor& x) {
+      const Tensor q = x * 0.5, k = x.transpose(1, 2);
+      return matmul(softmax(matmul(q, k) * 0.25, -1), x);
+    });
+    save("attention", attention, ones({2, 4, 6}));
+  }
+}
+
+}  // namespace
 
 int main(int argc, char* argv[]) {
   if (argc != 2) {
@@ -52,6 +130,7 @@ int main(int argc, char* argv[]) {
     mixed.add(kten::nn::Softplus(2.0));
     mixed.add(kten::nn::Linear(4, 3, {false, kten::float32, 6}));
     kten::onnx::save((onnx / "seed-mixed.onnx").string(), mixed, {kten::ones({2, 3})});
+    write_family_seeds(onnx);
   }
   const kten::Tensor x = kten::arange(6).reshape({2, 3});
   kten::io::save_safetensors((safetensors / "seed-dtypes.safetensors").string(),
