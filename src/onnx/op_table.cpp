@@ -11,6 +11,7 @@
 
 #include <kten/ops.hpp>
 
+#include "core/checked.hpp"
 #include "core/checks.hpp"
 #include "core/fail.hpp"
 #include "core/storage.hpp"
@@ -230,7 +231,10 @@ Outs split(Call& c) {
   std::int64_t total = 0;
   for (std::int64_t s : sizes) {
     if (s < 0 || s > x.size(axis)) fail<ShapeError>("onnx", c.where(), ": split size ", s, " is outside extent ", x.size(axis));
-    total += s;  // at most n * extent: no overflow
+    const auto sum = kten::detail::checked_add(total, s);
+    if (!sum || *sum > x.size(axis))
+      fail<ShapeError>("onnx", c.where(), ": split sizes add up past extent ", x.size(axis), " of axis ", axis);
+    total = *sum;
   }
   if (sizes.size() != n || total != x.size(axis))
     fail<ShapeError>("onnx", c.where(), ": split sizes do not tile extent ", x.size(axis), " into ", n, " outputs");
