@@ -1,6 +1,6 @@
 // kten::onnx::save: writes a module as an ONNX model (opset 17). An imported Model is its own
-// graph with the current parameters, in the mode the model is in. Any other module is traced, as torch.onnx.export traces: one
-// forward call on a copy of the example input runs with a tracer on the autograd tape
+// graph with the current parameters, in the mode the model is in. Any other module is traced, as
+// torch.onnx.export traces: one forward call on a copy of the example input runs with a tracer on the autograd tape
 // (autograd.hpp), which records each op, its inputs, output and attributes; the ops the output
 // depends on become ONNX nodes, through a table of one small emitter per kten op. The input is the
 // graph input "input", state_dict() tensors are initializers under their own names, any other

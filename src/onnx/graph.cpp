@@ -102,7 +102,7 @@ std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs) {
     bool fits = want.shape.empty() || static_cast<std::size_t>(x.ndim()) == want.shape.size();
     for (std::size_t d = 0; fits && d < want.shape.size(); ++d) fits = want.shape[d] < 0 || want.shape[d] == x.shape()[d];
     // Only the batch axis differs from a fixed extent: the export fixed it (no dynamic_axes).
-    bool batch_only = fits == false && static_cast<std::size_t>(x.ndim()) == want.shape.size() && !want.shape.empty() &&
+    bool batch_only = !fits && static_cast<std::size_t>(x.ndim()) == want.shape.size() && !want.shape.empty() &&
                       want.shape[0] >= 0 && want.shape[0] != x.shape()[0];
     for (std::size_t d = 1; batch_only && d < want.shape.size(); ++d) batch_only = want.shape[d] < 0 || want.shape[d] == x.shape()[d];
     if (!fits)
