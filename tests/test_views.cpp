@@ -4,6 +4,7 @@
 // wraps any layout; cat and stack. On cpu() and on the emulated GPU (test::device()).
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -567,4 +568,63 @@ TEST_CASE("kernels that assume contiguous operands refuse strided ones instead o
   CHECK_THROWS_AS(detail::fill(X.narrow(1, 0, 2), 1.0), Error);
   detail::fill(X.select(0, 1), 2.0);  // contiguous with an offset: the kernel starts at row 1
   CHECK(X.to_vector<float>() == std::vector<float>{0, 0, 0, 2, 2, 2, 0, 0, 0, 0, 0, 0});
+}
+
+namespace {
+
+// set_check_saved(on) for one test, restored after it, by a failure too.
+struct CheckSaved {
+  bool previous = set_check_saved(true);
+  ~CheckSaved() { set_check_saved(previous); }
+};
+
+}  // namespace
+
+TEST_CASE("set_check_saved: a wrapped field written between forward and backward is an error, not a wrong gradient",
+          "[views][interop][autograd]") {
+  using Catch::Matchers::ContainsSubstring;
+  using Space = Kokkos::DefaultExecutionSpace::memory_space;
+  const Device d = test::device();
+  const bool fits = d.is_cpu() ? std::is_same_v<Space, Kokkos::HostSpace> : !std::is_same_v<Space, Kokkos::HostSpace> || gpus_are_emulated();
+  if (!fits) SKIP("the default memory space is not this device's");
+  Kokkos::View<double*, Space> field("field", 12);
+  Kokkos::deep_copy(field, 2.0);
+  const Tensor u = from_view(field, d).view({4, 3});
+  Tensor w = ones({4, 3}, d, float64).requires_grad_();
+  const CheckSaved on;
+  REQUIRE(check_saved_enabled());
+
+  SECTION("unwritten, the backward runs and reads the saved values") {
+    sum(u * w).backward();
+    CHECK(w.grad().to_vector<double>() == std::vector<double>(12, 2.0));
+  }
+  SECTION("a NaN the field held all along is not a write") {
+    Kokkos::deep_copy(Kokkos::subview(field, 5), std::numeric_limits<double>::quiet_NaN());
+    sum(u * w).backward();
+    CHECK(std::isnan(w.grad().to_vector<double>()[5]));
+  }
+  SECTION("written by the application (a Kokkos copy kten cannot see): the op, the input and the count are named") {
+    Tensor loss = sum(u * w);
+    Kokkos::deep_copy(Kokkos::subview(field, std::make_pair(0, 3)), 5.0);  // the solver's step, one too early
+    CHECK_THROWS_WITH(loss.backward(), ContainsSubstring("going back through kten::mul, its input 0") &&
+                                           ContainsSubstring("3 of 12 elements differ") &&
+                                           ContainsSubstring("after backward()"));
+    CHECK_FALSE(w.grad().defined());  // nothing half-accumulated
+  }
+  SECTION("through a strided view of the field, and with the sync debug mode at Error") {
+    const Tensor column = u.select(1, 2);  // elements 2, 5, 8, 11: strided
+    Tensor v = ones({4}, d, float64).requires_grad_();
+    Tensor loss = sum(column * v);
+    Kokkos::deep_copy(Kokkos::subview(field, 8), -1.0);
+    const SyncDebug before = set_sync_debug_mode(SyncDebug::Error);
+    CHECK_THROWS_WITH(loss.backward(), ContainsSubstring("1 of 4 elements differ"));
+    set_sync_debug_mode(before);
+  }
+  SECTION("turned off, the same write goes unseen and the gradient is of the new values: why the check exists") {
+    set_check_saved(false);
+    Tensor loss = sum(u * w);
+    Kokkos::deep_copy(field, 5.0);
+    loss.backward();
+    CHECK(w.grad().to_vector<double>() == std::vector<double>(12, 5.0));
+  }
 }

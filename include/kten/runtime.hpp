@@ -54,4 +54,15 @@ SyncDebug set_sync_debug_mode(SyncDebug mode);
 /// \brief The current sync debug mode.
 SyncDebug sync_debug_mode();
 
+/// \brief Turns on (or off) the check of saved wrapped memory for the whole process; returns the
+/// previous setting. While on, every tensor over memory kten did not allocate (from_view(),
+/// kten_tensor_wrap()) that autograd saves for a backward pass is copied when it is saved and
+/// compared when backward() uses it: a write in between (a solver that updated the field one step
+/// too early) is a kten::Error naming the op and the tensor instead of a wrong gradient. A debug
+/// mode: it costs a copy of each such tensor and a host synchronisation per check. The environment
+/// variable KTEN_CHECK_SAVED=1 turns it on at start.
+bool set_check_saved(bool on);
+/// \brief True while the check of saved wrapped memory is on (set_check_saved()).
+bool check_saved_enabled();
+
 }  // namespace kten

@@ -1,15 +1,19 @@
 // The autograd tape: recording nodes, the backward pass over them, and Tensor's autograd calls.
 // The pass visits each node once, after every node that uses its output (Kahn's order over the
 // nodes reachable from the root), so a node's output gradient is complete when it runs.
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <unordered_map>
 #include <vector>
 
 #include <kten/ops.hpp>
+#include <kten/runtime.hpp>
 
 #include "autograd.hpp"
 #include "core/checks.hpp"
 #include "core/pool.hpp"
+#include "core/storage.hpp"
 #include "dispatch/dispatch.hpp"
 #include "ops/elementwise.hpp"
 
@@ -31,8 +35,48 @@ bool recording_any(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+std::atomic<bool> check_saved_on{[] {
+  const char* env = std::getenv("KTEN_CHECK_SAVED");
+  return env != nullptr && std::strcmp(env, "1") == 0;
+}()};
+
+namespace {
+
+// What saved() copied since this thread's last record(): that record()'s node keeps it.
+thread_local std::vector<SavedSnapshot> pending_snapshots;
+
+// The tensors saved for `node` that were written since: a kten::Error naming the first one.
+void check_snapshots(const Node& node) {
+  for (const SavedSnapshot& s : node.snapshots) {
+    // Elements that differ, NaN counting as equal to NaN (a field may hold NaN without being written).
+    const Tensor now = s.saved;
+    const Tensor differ = ne(now, s.copy).astype(float64) - ne(now, now).astype(float64) * ne(s.copy, s.copy).astype(float64);
+    const auto changed = static_cast<std::int64_t>(sum(differ).to(cpu()).item<double>());
+    if (changed == 0) continue;
+    const std::string which = s.input >= 0 ? "its input " + std::to_string(s.input) : std::string("a tensor it saved");
+    fail("backward()", "going back through ", node.name, ", ", which, " (wrapped memory at ", now.data(), ", shape ",
+         now.shape(), ", ", now.dtype(), ", on ", now.device(), ") was written after the forward pass saved it: ",
+         changed, " of ", now.numel(), " elements differ, so its gradients would be wrong (check by KTEN_CHECK_SAVED / "
+         "set_check_saved()). Write a wrapped field after backward() and the optimiser step, or train on a copy "
+         "(x.copyto(device)) made before the write");
+  }
+}
+
+}  // namespace
+
+void snapshot_if_wrapped(const Tensor& t) {
+  if (t.defined() && t.storage()->external) pending_snapshots.push_back({t.detach(), t.copyto(t.device()), -1});
+}
+
 void record(const char* name, Tensor& out, const std::vector<const Tensor*>& inputs, BackwardFn fn, TraceAttrs attrs) {
   auto node = std::make_shared<Node>();
+  if (!pending_snapshots.empty()) {
+    node->snapshots = std::move(pending_snapshots);
+    pending_snapshots.clear();
+    for (SavedSnapshot& s : node->snapshots)
+      for (std::size_t i = 0; i < inputs.size() && s.input < 0; ++i)
+        if (inputs[i]->defined() && inputs[i]->storage() == s.saved.storage()) s.input = static_cast<int>(i);
+  }
   node->name = name;
   node->inputs.reserve(inputs.size());
   node->input_shapes.reserve(inputs.size());
@@ -171,9 +215,13 @@ Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_g
         const auto& input = node->inputs[i];
         needs[i] = input && (input->grad_fn || !input->module_input || module_inputs);
       }
+      check_snapshots(*node);
       input_grads = node->backward(found->second, needs);
       grads.erase(found);
-      if (!retain_graph) node->backward = nullptr;  // frees the saved tensors now
+      if (!retain_graph) {  // frees the saved tensors now
+        node->backward = nullptr;
+        node->snapshots.clear();
+      }
     }
     for (std::size_t i = 0; i < node->inputs.size(); ++i) {
       const auto& input = node->inputs[i];
@@ -253,5 +301,8 @@ NoGradGuard::NoGradGuard() : previous_(detail::grad_mode_enabled) { detail::grad
 NoGradGuard::~NoGradGuard() { detail::grad_mode_enabled = previous_; }
 
 bool is_grad_enabled() { return detail::grad_mode_enabled; }
+
+bool set_check_saved(bool on) { return detail::check_saved_on.exchange(on); }
+bool check_saved_enabled() { return detail::check_saved_on; }
 
 }  // namespace kten

@@ -10,6 +10,7 @@
 // The backward function runs with grad mode off and returns one gradient per input (undefined
 // where needs[i] is false), shaped like that input; broadcasting is undone with sum_to().
 
+#include <atomic>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -43,12 +44,21 @@ using Needs = std::vector<bool>;
 /// \brief A node's backward function: the gradient of its output -> the gradients of its inputs.
 using BackwardFn = std::function<Grads(const Tensor& grad_output, const Needs& needs)>;
 
+/// \brief A tensor over wrapped memory that a backward function keeps, with the copy made when it
+/// was saved (set_check_saved() only): backward() compares the two before it uses the tensor.
+struct SavedSnapshot {
+  Tensor saved;
+  Tensor copy;
+  int input = -1;  // which of the node's inputs it is a view of (-1: its output or another tensor)
+};
+
 /// \brief One recorded operation.
 struct Node {
   const char* name;
   std::vector<std::shared_ptr<AutogradMeta>> inputs;  // null for an input that needs no grad
   std::vector<Shape> input_shapes;                    // the shape each gradient must have (empty: none flows)
   BackwardFn backward;                                // empty once the graph is freed
+  std::vector<SavedSnapshot> snapshots;               // set_check_saved() only; freed with backward
 };
 
 /// \brief Tensor's private autograd slot, for the tape only.
@@ -149,9 +159,19 @@ Tensor traced_as(const char* name, std::initializer_list<const Tensor*> inputs, 
   return y;
 }
 
+/// \brief set_check_saved()'s switch, read by every saved().
+extern std::atomic<bool> check_saved_on;
+/// \brief Copies `t` when it is over wrapped memory, for the next record() on this thread to keep
+/// (set_check_saved()).
+void snapshot_if_wrapped(const Tensor& t);
+
 /// \brief A tensor kept by a backward function: the same data without history, so the node does
-/// not keep its own output's node alive (no reference cycle).
-inline Tensor saved(const Tensor& t) { return t.detach(); }
+/// not keep its own output's node alive (no reference cycle). Every tensor a backward function
+/// reads goes through here, so that set_check_saved() sees it.
+inline Tensor saved(const Tensor& t) {
+  if (check_saved_on.load(std::memory_order_relaxed)) snapshot_if_wrapped(t);
+  return t.detach();
+}
 
 /// \brief `g` summed over the axes broadcasting added or stretched, so it has `shape` (a gradient
 /// flowing back to a broadcast input); `g` itself when it already has it.

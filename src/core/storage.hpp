@@ -22,6 +22,7 @@ struct Storage {
   /// which would cost every small operation one more heap allocation.
   std::size_t cache_block = 0;
   bool pinned = false;          // page-locked host memory a GPU copies from asynchronously
+  bool external = false;        // memory kten did not allocate (a wrapped View): others may write it
   /// \brief For pinned storage: the GPU whose queued copy may still be reading it (-1: none).
   /// Host writes into the buffer and its release wait for that GPU first.
   mutable std::atomic<int> pending_reader{-1};

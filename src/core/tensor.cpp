@@ -137,6 +137,7 @@ Tensor tensor_from_external(void* data, Shape shape, Shape strides, std::size_t 
   storage->bytes = checked_nbytes(n == 0 ? 0 : static_cast<std::int64_t>(span), r.dtype, device, "from_view()");
   storage->device = device;
   storage->owner = std::move(owner);
+  storage->external = true;
   return Tensor(std::move(storage), std::move(shape), std::move(strides), 0, r.dtype);
 }
 

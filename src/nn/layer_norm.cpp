@@ -191,7 +191,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   }, x, weight.detach().contiguous(), bias.detach().contiguous(), y, mean, c, rstd);
   if (recording(x_in, weight, bias))
     record(op, y, {&x_in, &weight, &bias},
-           [x, w = saved(weight).contiguous(), mean, c, rstd, rows, n, grad_op](const Tensor& g_in, const Needs& needs) {
+           [x = saved(x), w = saved(weight).contiguous(), mean, c, rstd, rows, n, grad_op](const Tensor& g_in, const Needs& needs) {
              const Tensor g = g_in.contiguous();
              Grads grads(3);
              if (needs[0]) grads[0] = empty(x.shape(), x.device(), x.dtype());

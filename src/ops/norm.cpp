@@ -415,7 +415,7 @@ std::pair<Tensor, SetStats> normalise(const char* op, const char* grad_op, const
     for_each_index(op, backend, x.numel(), NormApply<T>{px, pw, pb, py, pmean, pcorr, prstd, l});
   }, x, w, b, y, st.mean, st.c, st.var, st.rstd, moments);
   if (recording(x_in, weight, bias))
-    record(op, y, {&x_in, &weight, &bias}, [x, w, st, l, n, channels, grad_op, split, pc, pieces](const Tensor& g_in,
+    record(op, y, {&x_in, &weight, &bias}, [x = saved(x), w, st, l, n, channels, grad_op, split, pc, pieces](const Tensor& g_in,
                                                                                                      const Needs& needs) {
       const Tensor g = g_in.contiguous();
       Grads grads(3);
