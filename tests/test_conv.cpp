@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -84,6 +85,19 @@ TEST_CASE("convolutions refuse inputs that do not fit their weight, naming the o
              ContainsSubstring("output_padding"));
   CHECK_THAT(shape_error([&] { conv_transpose1d(ones({1, 3, 5}, d), ones({4, 2, 3}, d)); }),
              ContainsSubstring("1x3x5") && ContainsSubstring("4x2x3"));
+  // Attributes near 2^63 (a caller's or a model file's) are refused before a size wraps (the ONNX
+  // fuzzer's ConvTranspose with group = 2^63 - 1 overflowed the output channels).
+  constexpr std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+  const Tensor x1 = ones({1, 1, 5}, d), w1 = ones({1, 1, 3}, d);
+  CHECK_THAT(shape_error([&] { conv1d(x1, w1, {}, {1}, {huge}); }), ContainsSubstring("overflows 64 bits"));
+  CHECK_THAT(shape_error([&] { conv1d(x1, w1, {}, {1}, {0}, {huge}); }), ContainsSubstring("overflows 64 bits"));
+  CHECK_THAT(shape_error([&] { conv1d(ones({1, 0, 5}, d), ones({0, 2, 3}, d), {}, {1}, {0}, {1}, huge); }),
+             ContainsSubstring("overflows 64 bits"));
+  CHECK_THAT(shape_error([&] { conv_transpose1d(ones({1, 0, 5}, d), ones({0, 3, 3}, d), {}, {1}, {0}, {0}, huge); }),
+             ContainsSubstring("overflows 64 bits"));
+  CHECK_THAT(shape_error([&] { conv_transpose1d(x1, w1, {}, {huge}); }), ContainsSubstring("overflows 64 bits"));
+  CHECK_THAT(shape_error([&] { conv_transpose1d(x1, w1, {}, {1}, {0}, {0}, 1, {huge}); }),
+             ContainsSubstring("overflows 64 bits"));
   CHECK_THROWS_AS(conv2d(x, ones({6, 4, 3, 3}, d, float64)), DTypeError);
   CHECK_THROWS_AS(conv2d(ones({2, 4, 8, 8}, d, int64), ones({6, 4, 3, 3}, d, int64)), DTypeError);
   // An empty spatial axis, even where padding or a transposed kernel would give an output (PyTorch

@@ -3,6 +3,8 @@
 //   fault   the kernel reads an emulated-GPU tensor's view() outside any scope: the process dies
 //           of the fault, after a message that names it and says how to run such code
 //   scope   the same kernel inside a kten::EmulatedGpuAccess: it runs, and prints the sum
+//   capacity  with KTEN_EMULATED_GPU_MIB=1: a second block of 600 kB is OutOfMemory, and fits
+//           once the first is freed (kten's allocator empties its cache and tries again)
 #include <cstring>
 #include <iostream>
 
@@ -35,6 +37,20 @@ int main(int argc, char* argv[]) {
     std::cout << "sum " << own_kernel_sum(t) << '\n';
     return 0;
   }
-  std::cerr << "kten-trap fault | scope\n";
+  if (std::strcmp(mode, "capacity") == 0) {
+    kten::Tensor first = kten::empty({150000}, kten::gpu(0));  // 600 kB of float32
+    try {
+      kten::empty({150000}, kten::gpu(0));
+      std::cout << "a second block fitted\n";
+      return 1;
+    } catch (const kten::OutOfMemory& e) {
+      std::cout << e.what() << '\n';
+    }
+    first = kten::Tensor();
+    const kten::Tensor second = kten::full({150000}, 2.0, kten::gpu(0));
+    std::cout << "after freeing: sum " << kten::sum(second).item<double>() << '\n';
+    return 0;
+  }
+  std::cerr << "kten-trap fault | scope | capacity\n";
   return 2;
 }

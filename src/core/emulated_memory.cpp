@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -156,11 +157,53 @@ bool in_emulated_memory(const void* p) {
   return at >= base && at < base + Arena::kReserve;
 }
 
-std::shared_ptr<void> allocate_emulated(std::size_t bytes, void** data) {
+namespace {
+
+// KTEN_EMULATED_GPU_MIB: the memory of the emulated GPUs, all together, in MiB (0 or unset: what
+// the host gives). A real GPU's allocation fails at its capacity; with one, tests and the fuzzer
+// meet that OutOfMemory before the host's memory (or a sanitizer's limit) runs out.
+std::size_t emulated_capacity() {
+  static const std::size_t bytes = [] {
+    const char* env = std::getenv("KTEN_EMULATED_GPU_MIB");
+    if (env == nullptr || *env == '\0') return std::size_t(0);
+    char* end = nullptr;
+    const unsigned long long mib = std::strtoull(env, &end, 10);
+    if (*end != '\0' || *env == '-' || mib > (std::size_t(1) << 40))
+      fail("", "KTEN_EMULATED_GPU_MIB must be a number of MiB from 0 to 2^40, got '", env, "'");
+    return static_cast<std::size_t>(mib) << 20;
+  }();
+  return bytes;
+}
+
+std::atomic<std::size_t> emulated_live_bytes{0};
+
+std::shared_ptr<void> allocate_uncapped(std::size_t bytes, void** data) {
   if (!emulated_memory_trapped()) return allocate_host(bytes, "kten::emulated_gpu", data);
   void* p = arena().allocate(bytes);
   *data = p;
   return std::shared_ptr<void>(p, [](void* q) { arena().release(q); });
+}
+
+}  // namespace
+
+std::shared_ptr<void> allocate_emulated(std::size_t bytes, void** data) {
+  const std::size_t capacity = emulated_capacity();
+  if (capacity == 0) return allocate_uncapped(bytes, data);
+  if (bytes > capacity) throw std::bad_alloc();
+  if (emulated_live_bytes.fetch_add(bytes) + bytes > capacity) {
+    emulated_live_bytes -= bytes;
+    throw std::bad_alloc();
+  }
+  try {
+    std::shared_ptr<void> block = allocate_uncapped(bytes, data);
+    return std::shared_ptr<void>(*data, [block = std::move(block), bytes](void*) mutable {
+      block.reset();
+      emulated_live_bytes -= bytes;
+    });
+  } catch (...) {
+    emulated_live_bytes -= bytes;
+    throw;
+  }
 }
 
 }  // namespace kten::detail

@@ -14,7 +14,8 @@ namespace kten::detail {
 bool emulated_memory_trapped();
 
 /// \brief `bytes` of emulated-GPU memory, owned by the returned pointer (freed with it); throws
-/// std::bad_alloc when the arena is exhausted.
+/// std::bad_alloc when the arena is exhausted or the emulated GPUs' memory (KTEN_EMULATED_GPU_MIB)
+/// is in use.
 std::shared_ptr<void> allocate_emulated(std::size_t bytes, void** data);
 
 /// \brief True when `p` points into the trapped arena of emulated-GPU memory (always false when

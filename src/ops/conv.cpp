@@ -1244,6 +1244,17 @@ std::vector<std::int64_t> per_axis(const char* op, const char* what, const Shape
   return out;
 }
 
+/// \brief a * b + c over a convolution's sizes and attributes; a ShapeError where it leaves int64
+/// (a stride, padding, dilation or group count near 2^63, from a caller or a model file).
+std::int64_t geometry_mad(const char* op, std::int64_t a, std::int64_t b, std::int64_t c) {
+  const auto product = checked_mul(a, b);
+  const auto result = product ? checked_add(*product, c) : std::nullopt;
+  if (!result)
+    fail<ShapeError>(op, "the geometry overflows 64 bits (", a, " * ", b, " + ", c,
+                     "): the stride, padding, dilation or groups is too large");
+  return *result;
+}
+
 /// \brief x (N, C, spatial...) and w (O, I, kernel...) checked for a convolution of `dims` spatial
 /// axes: ranks, dtypes and devices, groups and the bias. An unbatched x (C, spatial...) is seen
 /// with a batch of one.
@@ -1267,9 +1278,10 @@ ConvGeometry conv_geometry(const char* op, int dims, const Tensor& x, const Tens
   if (cin % groups != 0 || cout % groups != 0)
     fail<ShapeError>(op, "groups ", groups, " must divide the input channels and the weight's output channels: input ",
                      x.shape(), ", weight ", w.shape());
-  if (w.shape()[1] * groups != cin)
+  const std::int64_t expected = geometry_mad(op, w.shape()[1], groups, 0);
+  if (expected != cin)
     fail<ShapeError>(op, "the input's ", cin, " channels do not match the weight: input ", x.shape(), ", weight ", w.shape(),
-                     " with groups ", groups, " expects ", w.shape()[1] * groups, " channels");
+                     " with groups ", groups, " expects ", expected, " channels");
   if (b.defined() && (b.ndim() != 1 || b.shape()[0] != cout))
     fail<ShapeError>(op, "the bias must have shape (", cout, "), got ", b.shape(), " for weight ", w.shape());
   const auto s = per_axis(op, "stride", stride, dims, 1), p = per_axis(op, "padding", padding, dims, 0),
@@ -1287,7 +1299,7 @@ ConvGeometry conv_geometry(const char* op, int dims, const Tensor& x, const Tens
     g.pad[t] = p[a];
     g.dil[t] = d[a];
     if (g.in[t] == 0) fail<ShapeError>(op, "the input ", x.shape(), " has an empty spatial axis (PyTorch's refusal too)");
-    const std::int64_t span = d[a] * (g.k[t] - 1) + 1, padded = g.in[t] + 2 * p[a];
+    const std::int64_t span = geometry_mad(op, d[a], g.k[t] - 1, 1), padded = geometry_mad(op, 2, p[a], g.in[t]);
     if (g.k[t] < 1 || span > padded)
       fail<ShapeError>(op, "the kernel (", w.shape(), ", dilation ", dilation, ") is larger than the padded input (",
                        x.shape(), ", padding ", padding, ")");
@@ -1302,7 +1314,7 @@ ConvGeometry conv_transpose_geometry(const char* op, int dims, const Tensor& x, 
                                      const Shape& stride, const Shape& padding, const Shape& output_padding,
                                      std::int64_t groups, const Shape& dilation) {
   check_conv_operands(op, dims, x, w, b, groups);
-  const std::int64_t cin = x.shape()[1], cout = w.shape()[1] * groups;
+  const std::int64_t cin = x.shape()[1], cout = geometry_mad(op, w.shape()[1], groups, 0);
   if (cin % groups != 0)
     fail<ShapeError>(op, "groups ", groups, " must divide the input channels: input ", x.shape(), ", weight ", w.shape());
   if (w.shape()[0] != cin)
@@ -1327,7 +1339,9 @@ ConvGeometry conv_transpose_geometry(const char* op, int dims, const Tensor& x, 
     if (g.out[t] == 0) fail<ShapeError>(op, "the input ", x.shape(), " has an empty spatial axis (PyTorch's refusal too)");
     if (op_[a] >= s[a] && op_[a] >= d[a])
       fail<ShapeError>(op, "output_padding ", output_padding, " must be smaller than the stride ", stride, " or the dilation ", dilation);
-    g.in[t] = (g.out[t] - 1) * s[a] - 2 * p[a] + d[a] * (g.k[t] - 1) + op_[a] + 1;
+    // (out - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
+    const std::int64_t strided = geometry_mad(op, g.out[t] - 1, s[a], op_[a] + 1);
+    g.in[t] = geometry_mad(op, -2, p[a], geometry_mad(op, d[a], g.k[t] - 1, strided));
     if (g.k[t] < 1 || g.in[t] < 1)
       fail<ShapeError>(op, "the output size ", g.in[t], " along spatial axis ", a, " is below 1: input ", x.shape(), ", weight ",
                        w.shape(), ", stride ", stride, ", padding ", padding, ", dilation ", dilation);
