@@ -201,6 +201,17 @@ TEST_CASE("onnx: Slice's extreme steps and Split's negative sizes are answered, 
   require_refused<ShapeError>(b, "kten-hostile-split.onnx", {"'crafted' (Split)", "split size -1"});
 }
 
+TEST_CASE("onnx: LayerNormalization over an empty normalised axis gives an empty result", "[onnx]") {
+  // The fuzzer's finding: kten's layer_norm divided the element count by the last extent, 0 here.
+  const Device d = test::device();
+  Builder b = graph_over({2, 0});
+  b.floats("scale", {}, {0});
+  b.floats("bias", {}, {0});
+  b.node("LayerNormalization", {"x", "scale", "bias"}, {"y"}, "crafted");
+  auto net = kten::onnx::load(b.write("kten-hostile-layernorm.onnx"), d);
+  const Tensor y = net.run({zeros({2, 0}, d)})[0];
+  CHECK(y.shape() == Shape{2, 0});
+}
 
 TEST_CASE("onnx: Resize, Pad, Range, Expand, Reshape and ConstantOfShape with hostile sizes are kten errors", "[onnx]") {
   // Each reads a constant it sizes an output with or divides by: a scale of 0, NaN, infinity or

@@ -179,8 +179,11 @@ struct ParamGradFold {
 Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, double eps) {
   constexpr const char* op = "kten::layer_norm";
   constexpr const char* grad_op = "kten::layer_norm_grad";
+  if (x_in.ndim() == 0) fail<ShapeError>(op, "normalises the last axis, and a scalar has none");
   const Tensor x = x_in.detach().contiguous();  // a copy only for a strided view
-  const std::int64_t n = x.shape().back(), rows = x.numel() / n;
+  // Rows of an empty last axis (from an ONNX file) have a NaN mean, as in PyTorch, and no elements.
+  const std::int64_t n = x.shape().back(),
+                     rows = n == 0 ? checked_numel(Shape(x.shape().begin(), x.shape().end() - 1), op) : x.numel() / n;
   Tensor y = empty(x.shape(), x.device(), x.dtype());
   Tensor mean = empty({rows}, x.device(), x.dtype()), c = empty({rows}, x.device(), x.dtype()),
          rstd = empty({rows}, x.device(), x.dtype());
