@@ -6,6 +6,8 @@
 //                 exit after the guard has finalised Kokkos (a simulation object holding its surrogate)
 //   after-guard   a tensor used after its guard has ended: a kten::Error that says so, and the
 //                 tensor itself dropped at exit without an abort
+//   unread-index-error  (a GPU) an embedding with an index out of range and no synchronisation
+//                 after it: the error is said on stderr at exit, which still exits normally
 #include <cstdint>
 #include <cstring>
 #include <iostream>
@@ -60,11 +62,19 @@ int after_guard() {
 
 }  // namespace
 
+int unread_index_error() {
+  const auto weight = kten::ones({4, 2}, kten::try_gpu());
+  const auto rows = kten::embedding(weight, kten::tensor(std::vector<std::int64_t>{0, 9}, weight.device()));
+  std::cout << "embedding queued on " << rows.device() << '\n';
+  return 0;
+}
+
 int main(int argc, char* argv[]) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (std::strcmp(mode, "no-guard") == 0) return no_guard();
   if (std::strcmp(mode, "static-model") == 0) return with_static_model();
   if (std::strcmp(mode, "after-guard") == 0) return after_guard();
-  std::cerr << "kten-lifetimes no-guard | static-model | after-guard\n";
+  if (std::strcmp(mode, "unread-index-error") == 0) return unread_index_error();
+  std::cerr << "kten-lifetimes no-guard | static-model | after-guard | unread-index-error\n";
   return 2;
 }

@@ -6,6 +6,7 @@
 // a fresh buffer.
 #include "index_errors.hpp"
 
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -71,6 +72,26 @@ std::vector<std::int64_t> read_flags(const Tensor& flags) {
                    "(negative ones included). ", when);
 }
 
+// The finalize hook: an index error no synchronisation read (a program that ends without reading
+// its results back) is said on stderr rather than lost; then the buffers go, before Kokkos does.
+void report_at_finalize() {
+  std::vector<int> gpus;
+  {
+    std::lock_guard<std::mutex> lock(flags_mutex());
+    for (const auto& [index, flags] : gpu_flags())
+      if (!flags.pending.empty()) gpus.push_back(index);
+  }
+  for (int index : gpus) {
+    try {
+      report_index_errors(gpu(index));
+    } catch (const Error& e) {
+      std::cerr << "kten: at Kokkos::finalize, an index error that no synchronisation reported: " << e.what() << '\n';
+    }
+  }
+  std::lock_guard<std::mutex> lock(flags_mutex());
+  gpu_flags().clear();
+}
+
 }  // namespace
 
 IndexCheck::IndexCheck(const char* op, const Device& device, std::string context)
@@ -82,12 +103,7 @@ IndexCheck::IndexCheck(const char* op, const Device& device, std::string context
   // The buffers are device memory: they go before Kokkos does (a tensor still alive after
   // Kokkos::finalize is left unfreed, which the leak checkers report).
   static std::once_flag hook;
-  std::call_once(hook, [] {
-    Kokkos::push_finalize_hook([] {
-      std::lock_guard<std::mutex> lock(flags_mutex());
-      gpu_flags().clear();
-    });
-  });
+  std::call_once(hook, [] { Kokkos::push_finalize_hook(report_at_finalize); });
   std::lock_guard<std::mutex> lock(flags_mutex());
   GpuFlags& gpu = gpu_flags()[device.index()];
   if (!gpu.buffer.defined()) gpu.buffer = zeros({2 * kSlots}, device, DType::int64);
