@@ -4,7 +4,7 @@
 // backward pass, which reads x and the gradient once more to write dx and, on the host in the same
 // pass, the weight's and bias' gradients (sums down the rows: partial sums per chunk of rows, then
 // theirs; a GPU reads x and g once more for them).
-#include "optim/kernels.hpp"
+#include "functional.hpp"
 
 #include <algorithm>
 

@@ -9,9 +9,9 @@
 
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
+#include "functional.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/linalg.hpp"
-#include "optim/kernels.hpp"
 
 namespace kten::nn {
 

@@ -6,7 +6,7 @@
 #include <kten/ops.hpp>
 
 #include "core/fail.hpp"
-#include "optim/kernels.hpp"
+#include "ops/elementwise.hpp"
 
 namespace kten::nn {
 

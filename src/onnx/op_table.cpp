@@ -18,7 +18,7 @@
 #include "graph.hpp"
 #include "ops/linalg.hpp"
 #include "ops/registry.hpp"
-#include "optim/kernels.hpp"
+#include "nn/functional.hpp"
 
 namespace kten::onnx::detail {
 

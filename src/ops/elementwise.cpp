@@ -122,6 +122,20 @@ void fill(const Tensor& t, double value) {
   }, t);
 }
 
+template <class T>
+struct ScaleKernel {
+  T* t;
+  const T* factor;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { t[i] = t[i] * factor[0]; }
+};
+
+void scale_in_place(const Tensor& t, const Tensor& factor) {
+  if (factor.numel() != 1) fail<ShapeError>("kten::scale", "the factor must hold one element, got shape ", factor.shape());
+  launch_each_index("kten::scale", t.numel(), [](auto* data, auto* f) {
+    return ScaleKernel<std::remove_pointer_t<decltype(data)>>{data, f};
+  }, t, factor);
+}
+
 template <template <class> class Op>
 Tensor scalar_map(const char* label, const Tensor& a, double s) {
   return elementwise_unary(label, a, [s](auto zero) { return Op<decltype(zero)>{static_cast<decltype(zero)>(s)}; });

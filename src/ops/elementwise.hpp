@@ -268,6 +268,10 @@ Tensor relu_grad(const Tensor& x, const Tensor& grad);
 /// caller checks that one can hold it: check_scalar_fits).
 void fill(const Tensor& t, double value);
 
+/// \brief t *= factor in place, `factor` a 0-d tensor on t's device with t's dtype (read there: no
+/// host synchronisation).
+void scale_in_place(const Tensor& t, const Tensor& factor);
+
 /// \brief x as a To, the conversion of astype(): to bool x != 0 (NaN -> true, as PyTorch); a float
 /// to int64 truncated toward zero and saturated, NaN -> 0 (a cast would be undefined there, and
 /// devices differ); anything else a static_cast.

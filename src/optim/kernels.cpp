@@ -1,14 +1,11 @@
-// The layers' and optimisers' own kernels, bandwidth-bound like every elementwise operation: each
-// reads and writes every element of its tensors once, in one pass. (An op's gradient lives beside
-// its forward, in the op family's file.)
+// The optimisers' own kernels, bandwidth-bound like every elementwise operation: each reads and
+// writes every element of its tensors once, in one pass.
 #include "kernels.hpp"
 
-#include "autograd/autograd.hpp"
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
 #include "core/fail.hpp"
 #include "core/kokkos_compat.hpp"
-#include "ops/philox.hpp"
 
 namespace kten::detail {
 
@@ -89,61 +86,6 @@ void adam_update(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const 
                          static_cast<T>(1 - step.beta2), static_cast<T>(step.eps), static_cast<T>(step.weight_decay),
                          static_cast<T>(step.decay), step.fresh};
   }, p, g, exp_avg, exp_avg_sq);
-}
-
-template <class T>
-struct ScaleKernel {
-  T* t;
-  const T* factor;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { t[i] = t[i] * factor[0]; }
-};
-
-void scale_in_place(const Tensor& t, const Tensor& factor) {
-  if (factor.numel() != 1) fail<ShapeError>("kten::scale", "the factor must hold one element, got shape ", factor.shape());
-  launch_each_index("kten::scale", t.numel(), [](auto* data, auto* f) {
-    return ScaleKernel<std::remove_pointer_t<decltype(data)>>{data, f};
-  }, t, factor);
-}
-
-namespace {
-// The Philox stream of dropout masks: rand and randn use counter[2] = 0 and 1 (random.cpp), so a
-// mask never reuses their numbers, whatever the seeds.
-constexpr std::uint32_t dropout_stream = 2;
-}  // namespace
-
-// One Philox block per element, like rand(): ten rounds of integer arithmetic, identical on every
-// device, hidden behind the memory traffic on GPUs.
-template <class T>
-struct DropoutKernel {
-  const T* x;
-  T* out;
-  std::uint32_t k0, k1;
-  double p;
-  T scale;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    const PhiloxBlock r = philox4x32_10(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(static_cast<std::uint64_t>(i) >> 32),
-                                        dropout_stream, 0, k0, k1);
-    const bool keep = static_cast<double>(r.w[0] >> 8) * 0x1.0p-24 >= p;  // exact: the same choice everywhere
-    out[i] = x[i] * (keep ? scale : T(0));  // a multiply, not a select: a dropped NaN stays NaN, as PyTorch
-  }
-};
-
-Tensor dropout(const Tensor& x_in, double p, std::uint64_t seed, std::uint64_t call) {
-  constexpr const char* label = "kten::dropout";
-  check_defined(x_in, label);
-  const Tensor x = x_in.contiguous();
-  Tensor out = empty(x.shape(), x.device(), x.dtype());
-  // Each call its own key (a Weyl step from the seed): masks of one layer never repeat.
-  const std::uint64_t key = seed + call * 0x9E3779B97F4A7C15ull;
-  launch_each_index(label, x.numel(), [&](auto* in, auto* o) {
-    using T = std::remove_pointer_t<decltype(o)>;
-    return DropoutKernel<T>{in, o, static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32), p,
-                            static_cast<T>(1 / (1 - p))};
-  }, x, out);
-  if (recording(x_in))
-    record(label, out, {&x_in}, [p, seed, call](const Tensor& g, const Needs&) { return Grads{dropout(g, p, seed, call)}; },
-           [p] { return ops::OpAttrs::of_reals({p}); });
-  return out;
 }
 
 }  // namespace kten::detail

@@ -1,7 +1,5 @@
 #pragma once
-// Internal: the layers' and optimisers' own kernels, one fused kernel per call.
-
-#include <cstdint>
+// Internal: the optimisers' own kernels, one fused kernel per step.
 
 #include <kten/tensor.hpp>
 
@@ -38,21 +36,5 @@ struct AdamStep {
 /// \brief torch.optim.Adam's / AdamW's update of p, exp_avg and exp_avg_sq in place, one kernel.
 void adam_update(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const AdamStep& step);
-
-/// \brief t *= factor in place, `factor` a 0-d tensor on t's device with t's dtype (read there: no
-/// host synchronisation).
-void scale_in_place(const Tensor& t, const Tensor& factor);
-
-/// \brief x with each element multiplied by 0 (probability p) or 1 / (1 - p), recorded for
-/// autograd (the gradient is g masked the same way): nn::Dropout's mask number `call` of `seed`.
-/// Element i of the mask depends on (seed, call, i) alone: the Philox-4x32-10 block of counter
-/// {low32(i), high32(i), 2, 0} and key seed + call * 0x9E3779B97F4A7C15 (low word first) keeps
-/// the element when (word 0 >> 8) * 2^-24 >= p.
-Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t call);
-
-/// \brief nn::LayerNorm's forward over the last axis of x (weight and bias of that extent and x's
-/// dtype and device, checked by the caller), recorded for autograd as one node: y = (x - mean) /
-/// sqrt(var + eps) * weight + bias, var biased, by the corrected two-pass algorithm.
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 
 }  // namespace kten::detail
