@@ -64,8 +64,10 @@ perf-mpi: build
 # clang-debug preset's tree (clang, ASan + UBSan, the library with libFuzzer's coverage
 # instrumentation), only the fuzzers and the seed writer; the corpora
 # (build/clang-debug/fuzz/corpus/<target>) are seeded with files from save(), save_safetensors(),
-# save_checkpoint() and onnx::save(). Findings are written to build/clang-debug/fuzz/ (<target>-crash-*, <target>-leak-*) and make fails;
-# each fuzzer's output is in build/clang-debug/fuzz/<target>.log (its last lines are printed).
+# save_checkpoint() and onnx::save(), and with the committed corpora of tests/fuzz/corpus/<target>
+# (scripts/fuzz-coverage says what a corpus reaches). Findings are written to
+# build/clang-debug/fuzz/ (<target>-crash-*, <target>-leak-*) and make fails; each fuzzer's output
+# is in build/clang-debug/fuzz/<target>.log (its last lines are printed).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = load safetensors checkpoint onnx
 # onnx-gpu: the ONNX fuzzer again on an emulated GPU with trapped memory (its code paths and error
@@ -81,6 +83,8 @@ fuzz:
 	@grep -q '^KTEN_BUILD_FUZZ:BOOL=ON' build/clang-debug/CMakeCache.txt || cmake --preset clang-debug  # a tree configured before the fuzzers moved there
 	cmake --build --preset clang-debug --target kten-fuzz-seeds $(addprefix kten-fuzz-,$(FUZZ_TARGETS))
 	build/clang-debug/tests/fuzz/kten-fuzz-seeds $(FUZZ_DIR)/corpus
+	@# The committed corpora (tests/fuzz/corpus: the long runs' inputs, minimised) join the seeds.
+	for t in $(FUZZ_TARGETS); do if [ -d tests/fuzz/corpus/$$t ]; then cp -n tests/fuzz/corpus/$$t/* $(FUZZ_DIR)/corpus/$$t/; fi; done
 	@# One fuzzer per core at a time (each is single-threaded): the same seconds each, in less wall time.
 	printf '%s\n' $(FUZZ_RUNS) | xargs -P $(shell nproc) -I{} sh -c \
 	  'target={}; gpu=""; if [ $$target = onnx-gpu ]; then target=onnx; gpu="KTEN_FUZZ_GPU=1 KTEN_EMULATE_GPUS=1 KTEN_TRAP_HOST_ACCESS=1"; fi; \

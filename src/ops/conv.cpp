@@ -1,4 +1,4 @@
-// Convolutions (conv1d/2d/3d and their transposes) and pad, each with its gradient.
+// Convolutions (conv1d/2d/3d and their transposes), each with its gradient.
 //
 // One kernel serves 1-D, 2-D and 3-D: lower ranks are 3-D with unit axes (extent 1, kernel 1,
 // stride 1, no padding). A convolution is three matrix products per (batch item, group), each with
@@ -17,9 +17,10 @@
 // channels and long enough rows are direct convolutions instead: a sum over taps of GEMM
 // micro-tiles that read E in place (ConvDirectHostKernel), and grad_weight at stride 1 along w
 // reads E in place too (ConvWeightHostKernel); the rest packs straight from the tensor. A 3x3
-// (3x3x3) forward or grad_input at stride 1 with at least 32 channels runs as Winograd F(2x2, 3x3)
-// on E instead (ConvWinogradHostKernel): a GEMM per point of the transform, on the same micro-tiles.
-// pad is a gather per output element, its gradient a gather per input element, axis by axis.
+// (3x3x3) forward or grad_input at stride 1 with enough channels runs as Winograd on E instead
+// (ConvWinogradHostKernel, winograd_tile): F(4x4, 3x3) for 2-D float32 from 16 channels, else
+// F(2x2, 3x3) or F(2x2x2, 3x3x3) from 32; a GEMM per point of the transform, on the same
+// micro-tiles. pad, which the padded convolution layers call first, is in pad.cpp.
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -1408,129 +1409,8 @@ Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x_in, const Ten
   return unbatched ? y.squeeze(0) : y;
 }
 
-// --- pad -------------------------------------------------------------------------------------------
-
-/// \brief The source index along one axis of output index o, `before` elements padded in front of
-/// an axis of n: -1 where zeros mode fills the value.
-KOKKOS_INLINE_FUNCTION std::int64_t pad_source(nn::PaddingMode mode, std::int64_t o, std::int64_t before, std::int64_t n) {
-  const std::int64_t i = o - before;
-  if (i >= 0 && i < n) return i;
-  switch (mode) {
-    case nn::PaddingMode::reflect: return i < 0 ? -i : 2 * (n - 1) - i;
-    case nn::PaddingMode::replicate: return i < 0 ? 0 : n - 1;
-    case nn::PaddingMode::circular: return i < 0 ? i + n : i - n;
-    default: return -1;
-  }
-}
-
-/// \brief pad's extents per axis: the output's (and the division by it), the input's, the
-/// elements padded in front, and the input's strides.
-struct PadGeometry {
-  int rank = 0;
-  std::int64_t out[kMaxRank] = {}, in[kMaxRank] = {}, before[kMaxRank] = {}, stride[kMaxRank] = {};
-  FastDiv by_out[kMaxRank];
-};
-
-/// \brief `span` consecutive output elements of pad per index, within one row of the last axis
-/// (bandwidth-bound: one read, one write each): the row's coordinates mapped axis by axis to the
-/// source row (read through x's strides), then each element's column. A GPU takes one element per
-/// index (span 1: adjacent threads, adjacent elements); the host a whole row (span = the last
-/// axis), since mapping every element's coordinates is a serial chain of a few operations per axis:
-/// one element per index, a circular pad of 8x16x64x64 floats took 40 times a strided copy's time.
-template <class T>
-struct PadKernel {
-  const T* x;
-  T* y;
-  nn::PaddingMode mode;
-  T value;
-  PadGeometry p;
-  std::int64_t span;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t index) const {
-    const int last = p.rank - 1;
-    const std::int64_t first = index * span, row = p.by_out[last].div(first), column = first - row * p.out[last];
-    T* out = y + first;
-    std::int64_t rest = row, offset = 0;
-    for (int a = last - 1; a >= 0; --a) {
-      const std::int64_t next = p.by_out[a].div(rest);
-      const std::int64_t i = pad_source(mode, rest - next * p.out[a], p.before[a], p.in[a]);
-      rest = next;
-      if (i < 0) {
-        for (std::int64_t e = 0; e < span; ++e) out[e] = value;
-        return;
-      }
-      offset += i * p.stride[a];
-    }
-    for (std::int64_t e = 0; e < span; ++e) {
-      const std::int64_t i = pad_source(mode, column + e, p.before[last], p.in[last]);
-      out[e] = i < 0 ? value : x[offset + i * p.stride[last]];
-    }
-  }
-};
-
-/// \brief pad's gradient along one axis (extent out -> n), `span` input elements per index: one on
-/// a GPU; on the host the run of `inner` elements of one axis coordinate (or, along the last axis,
-/// a whole row of n coordinates), so that finding the padded outputs that read a coordinate, a few
-/// operations, is shared by its run and no element's coordinates are divided out. Each element is
-/// the sum, in a fixed order, of the output elements that read it (itself, then the padded ones in
-/// order).
-template <class T>
-struct PadFoldKernel {
-  const T* g;
-  T* dx;
-  nn::PaddingMode mode;
-  std::int64_t inner, n, out, before, span;
-  FastDiv by_inner, by_n;  // the coordinates without a divide (PadKernel)
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t index) const {
-    const std::int64_t first = index * span, rows = by_inner.div(first), outer = by_n.div(rows);
-    const std::int64_t in_inner = first - rows * inner, width = span < inner ? span : inner;
-    const T* slab = g + outer * out * inner + in_inner;
-    for (std::int64_t i = rows - outer * n, k = 0; k < span / width; ++i, ++k) {
-      T* d = dx + first + k * inner;
-      for (std::int64_t e = 0; e < width; ++e) d[e] = slab[(i + before) * inner + e];
-      for (std::int64_t o = 0; o < out; ++o) {
-        if (o == before) o = before + n;  // skip the copied interior
-        if (o < out && pad_source(mode, o, before, n) == i)
-          for (std::int64_t e = 0; e < width; ++e) d[e] += slab[o * inner + e];
-      }
-    }
-  }
-};
-
-const char* mode_name(nn::PaddingMode mode) {
-  switch (mode) {
-    case nn::PaddingMode::zeros: return "zeros";
-    case nn::PaddingMode::reflect: return "reflect";
-    case nn::PaddingMode::replicate: return "replicate";
-    default: return "circular";
-  }
-}
-
-/// \brief The gradient of a non-zeros pad along one axis.
-Tensor pad_fold(const Tensor& g, int axis, std::int64_t n, std::int64_t before, nn::PaddingMode mode) {
-  constexpr const char* op = "kten::pad_grad";
-  Shape shape = g.shape();
-  const std::int64_t out = shape[axis];
-  shape[axis] = n;
-  std::int64_t inner = 1;
-  for (int a = axis + 1; a < g.ndim(); ++a) inner *= shape[a];
-  Tensor dx = empty(shape, g.device(), g.dtype());
-  const std::int64_t numel = dx.numel();
-  if (numel == 0) return dx;
-  launch(op, [&](const auto& backend, auto* pg, auto* pdx) {
-    using T = std::remove_pointer_t<decltype(pdx)>;
-    // The host's runs: `inner` elements, or a row of the axis when it is the last (inner 1).
-    const std::int64_t span = !std::decay_t<decltype(backend)>::is_host ? 1 : inner > 1 ? inner : n;
-    for_each_index(op, backend, numel / span,
-                   PadFoldKernel<T>{pg, pdx, mode, inner, n, out, before, span, FastDiv(inner, numel), FastDiv(n, numel / inner)},
-                   numel);
-  }, g, dx);
-  return dx;
-}
-
 }  // namespace
 }  // namespace detail
-
-using detail::fail;
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& stride, const Shape& padding,
               const Shape& dilation, std::int64_t groups) {
@@ -1555,66 +1435,6 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, const
 Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& stride, const Shape& padding,
                         const Shape& output_padding, std::int64_t groups, const Shape& dilation) {
   return detail::conv_transpose_nd("kten::conv_transpose3d", 3, x, w, b, stride, padding, output_padding, groups, dilation);
-}
-
-Tensor pad(const Tensor& x, const Shape& pads, nn::PaddingMode mode, double value) {
-  constexpr const char* op = "kten::pad";
-  detail::check_defined(x, op);
-  const int rank = x.ndim(), padded = static_cast<int>(pads.size() / 2);
-  if (pads.size() % 2 != 0 || padded > rank)
-    fail<ShapeError>(op, "pads ", pads, " must be (before, after) pairs for at most the ", rank, " axes of shape ", x.shape());
-  if (rank > detail::kMaxRank) fail<ShapeError>(op, "supports up to ", detail::kMaxRank, " axes, got shape ", x.shape());
-  detail::PadGeometry geometry;
-  geometry.rank = rank;
-  Shape out_shape = x.shape();
-  for (int a = 0; a < rank; ++a) {
-    const int pair = rank - 1 - a;  // pads list the last axis first
-    const std::int64_t before = pair < padded ? pads[2 * pair] : 0, after = pair < padded ? pads[2 * pair + 1] : 0;
-    const std::int64_t n = x.shape()[a];
-    if (before < 0 || after < 0) fail<ShapeError>(op, "pads ", pads, " must be >= 0 (shape ", x.shape(), ")");
-    const bool wraps = mode == nn::PaddingMode::reflect ? std::max(before, after) >= n
-                       : mode == nn::PaddingMode::circular ? std::max(before, after) > n
-                       : mode == nn::PaddingMode::replicate ? n == 0 : false;
-    if ((before > 0 || after > 0) && wraps)
-      fail<ShapeError>(op, detail::mode_name(mode), " padding ", pads, " cannot pad axis ", a, " of shape ", x.shape(),
-                       mode == nn::PaddingMode::reflect ? " (each pad must be smaller than the axis)"
-                       : mode == nn::PaddingMode::circular ? " (each pad must be at most the axis)" : " (the axis is empty)");
-    const auto with_before = detail::checked_add(n, before);
-    const auto padded_extent = with_before ? detail::checked_add(*with_before, after) : with_before;
-    if (!padded_extent) fail<ShapeError>(op, "pads ", pads, " make axis ", a, " of shape ", x.shape(), " longer than 64 bits can count");
-    geometry.out[a] = out_shape[a] = *padded_extent;
-    geometry.in[a] = n;
-    geometry.before[a] = before;
-    geometry.stride[a] = x.strides()[a];
-  }
-  if (mode == nn::PaddingMode::zeros) detail::check_scalar_fits(op, value, x.dtype());
-  Tensor y = empty(out_shape, x.device(), x.dtype());
-  if (rank == 0) geometry.rank = 1, geometry.out[0] = geometry.in[0] = 1;  // a scalar: one row of one element
-  for (int a = 0; a < geometry.rank; ++a) geometry.by_out[a] = detail::FastDiv(geometry.out[a], y.numel());
-  const Tensor xd = x.detach();
-  if (y.numel() > 0)
-    detail::launch_views(op, [&](const auto& backend, auto* px, auto* py) {
-      using T = std::remove_pointer_t<decltype(py)>;
-      const std::int64_t span = std::decay_t<decltype(backend)>::is_host ? geometry.out[geometry.rank - 1] : 1;
-      detail::for_each_index(op, backend, y.numel() / span, detail::PadKernel<T>{px, py, mode, static_cast<T>(value), geometry, span},
-                             y.numel());
-    }, xd, y);
-  if (detail::recording(x)) {
-    std::vector<std::int64_t> before(geometry.before, geometry.before + rank), in(geometry.in, geometry.in + rank);
-    detail::record(op, y, {&x}, [before, in, mode](const Tensor& g, const detail::Needs&) {
-      Tensor dx = g;
-      for (int a = 0; a < static_cast<int>(in.size()); ++a) {
-        if (dx.shape()[a] == in[a]) continue;
-        dx = mode == nn::PaddingMode::zeros ? dx.narrow(a, before[a], in[a]) : detail::pad_fold(dx.contiguous(), a, in[a], before[a], mode);
-      }
-      return detail::Grads{dx.contiguous()};
-    }, [&] {  // the registry's: the pads, then the mode's index and the value
-      ops::OpAttrs a = ops::OpAttrs::of_ints(pads);
-      a.reals = {static_cast<double>(static_cast<int>(mode)), value};
-      return a;
-    });
-  }
-  return y;
 }
 
 }  // namespace kten
