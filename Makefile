@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # kten's front door. `make tour` runs the main job, `make test` the test suite; both set up a
 # fresh Debian 12 machine first (scripts/setup), then configure, build and run with CMake presets.
 PRESET ?= cpu

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the glue Kokkos does not give, one implementation per backend folder: backends/host/
 // (always), and for the GPU exactly one of backends/cuda/ or backends/none/ (host-only builds),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal to backends/: page-locked host memory as a Kokkos View of the vendor's pinned space.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal to backends/: kten::new_stream_instance's ownership, shared by the GPU vendors' glue.
 

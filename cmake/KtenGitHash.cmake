@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Writes the source tree's git hash into OUT as a header, touching it only when the hash changes,
 # so every build of the perf suite records the commit it was built from.
 execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY "${SRC}"

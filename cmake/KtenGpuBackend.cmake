@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # The GPU backend of this build, decided once from what the Kokkos build enables (ggml's
 # ggml_add_backend() pattern): every other CMake file reads the variables set here and never tests
 # a Kokkos_ENABLE_<device> option itself. A new GPU vendor is a folder under backends/ (its glue),

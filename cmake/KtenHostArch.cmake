@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Picks a Kokkos host architecture for the machine that builds, so kernels use its vector units
 # (OpenBLAS chooses AVX2/AVX-512 kernels at run time; a baseline x86-64 build cannot keep up).
 function(kten_detect_host_arch out)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # The installed package: headers, libkten, kten::kten, ktenConfig.cmake and a version file.
 # With the bundled Kokkos, Kokkos installs itself into the same prefix, so find_dependency finds it.
 include(CMakePackageConfigHelpers)

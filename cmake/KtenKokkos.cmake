@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Which Kokkos kten builds against. Explicit, never a fallback:
 #  - a user-provided Kokkos when Kokkos_ROOT, Kokkos_DIR or CMAKE_PREFIX_PATH is given (it must be found);
 #  - otherwise the Kokkos 3.4.01 source that scripts/setup extracted from Debian's trilinos package,

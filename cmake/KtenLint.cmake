@@ -1,4 +1,5 @@
-# CTest lints (cmake -DSRC=<source dir> -DRULE=dispatch|errors -P KtenLint.cmake): each keeps one
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+# CTest lints (cmake -DSRC=<source dir> -DRULE=dispatch|errors|spdx -P KtenLint.cmake): each keeps one
 # concern in one place. A failing run lists every offending line and their count.
 #
 # dispatch: outside src/dispatch/, nothing in src/ may
@@ -11,6 +12,8 @@
 #    pointers (data_ptr<char>) for copies are fine.
 # errors: outside src/core/fail.hpp, no string in src/ or backends/ starts with "kten: ": a message
 #   comes from detail::fail<E>(op, parts...) or detail::error_message(op, parts...).
+# spdx: every source kten ships or builds (src, include, bindings, backends, cmake, perf, examples)
+#   says its licence on its first lines (LICENSE): one SPDX line, Apache-2.0 WITH LLVM-exception.
 
 if(RULE STREQUAL "dispatch")
   set(globs "${SRC}/src/*.cpp" "${SRC}/src/*.hpp")
@@ -20,8 +23,17 @@ elseif(RULE STREQUAL "errors")
   set(globs "${SRC}/src/*.cpp" "${SRC}/src/*.hpp" "${SRC}/backends/*.cpp" "${SRC}/backends/*.hpp")
   set(exempt "/src/core/fail\\.hpp$")
   set(what "error messages built by hand; use detail::fail or detail::error_message (src/core/fail.hpp)")
+elseif(RULE STREQUAL "spdx")
+  set(globs)
+  foreach(dir src include bindings backends cmake perf examples)
+    foreach(pattern *.cpp *.hpp *.h *.c *.f90 *.py *.cmake *.in CMakeLists.txt)
+      list(APPEND globs "${SRC}/${dir}/${pattern}")
+    endforeach()
+  endforeach()
+  set(exempt "^$")
+  set(what "source files without the licence's SPDX line (LICENSE) in their first 200 characters")
 else()
-  message(FATAL_ERROR "KtenLint.cmake: RULE must be dispatch or errors, got '${RULE}'")
+  message(FATAL_ERROR "KtenLint.cmake: RULE must be dispatch, errors or spdx, got '${RULE}'")
 endif()
 
 # Sets `out` to ON when `line` breaks the rule.
@@ -60,6 +72,15 @@ foreach(file IN LISTS sources)
   # The lines as a list, with the characters CMake lists treat specially (; [ ]) masked so that
   # every line is one element and line numbers are exact.
   file(READ "${file}" text)
+  if(RULE STREQUAL "spdx")  # a rule about the file, not its lines
+    string(SUBSTRING "${text}" 0 200 head)
+    string(FIND "${head}" "SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception" at)
+    if(at EQUAL -1)
+      math(EXPR count "${count} + 1")
+      string(APPEND failures "  ${file}\n")
+    endif()
+    continue()
+  endif()
   string(REPLACE ";" "<semicolon>" text "${text}")
   string(REPLACE "[" "<open>" text "${text}")
   string(REPLACE "]" "<close>" text "${text}")

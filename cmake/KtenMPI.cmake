@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # MPI for kten::dist, only when asked for: KTEN_ENABLE_MPI is an explicit choice (ON in the presets),
 # never switched on because an MPI library happens to be installed.
 if(NOT KTEN_ENABLE_MPI)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # ONNX for kten::onnx (import and export), only when asked for: KTEN_ENABLE_ONNX is an explicit
 # choice (ON in the presets), never switched on because the library happens to be installed.
 # kten links the ONNX project's protobuf classes and checker privately: <kten/onnx.hpp> includes

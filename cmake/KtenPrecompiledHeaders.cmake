@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Precompiled headers (issue 29). Most of kten's translation units first parse the same
 # third-party headers: Kokkos' (0.3-0.8 s of CPU a file in a debug build), Catch2's in the tests,
 # ATen's (5 s) in the PyTorch harness. g++ and clang read them precompiled for kten's own targets in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Warnings on kten's own targets only (never global flags). Kokkos comes in as a SYSTEM include
 # through its imported/ALIAS target, so its headers do not trip them.
 function(kten_warnings target)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // d2l's linear regression, data-parallel over MPI ranks (one rank per GPU on a cluster):
 //   mpirun -np 2 build/cpu/examples/ddp-regression
 // Every rank trains on its shard of each batch of 32 (32 / ranks rows each); gradients are averaged

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten inside a simulation: a 2-D heat equation solved by Kokkos kernels on fields the simulation
 // owns (Views of the default memory space, in its default layout: LayoutLeft on CUDA), and an MLP
 // surrogate of its time step trained online from those fields, wrapped as tensors without a copy.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten inside a simulation, on a grid: Gray-Scott reaction-diffusion on a periodic 2-D domain, solved
 // by Kokkos kernels on fields the simulation owns (one View of the device's default layout), and a
 // small U-Net surrogate of `stride` solver steps, trained online from those fields wrapped as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten-info: the library's nvidia-smi. kten and Kokkos versions, backends, host threads, GPUs.
 #include <iostream>
 

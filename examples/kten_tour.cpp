@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten-tour: the "GPUs" chapter of Dive into Deep Learning, walked in C++ on one device.
 //   kten-tour            runs on try_gpu(): gpu(0) if there is one, else cpu()
 //   kten-tour cpu        runs on the host;  kten-tour gpu:1  runs on gpu(1)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // d2l's linear regression, trained where the parameters live: try_gpu(), or the device given on
 // the command line (cpu, gpu, gpu:N). Prints the recovered w and b.
 #include <iostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Message passing on an unstructured mesh: the pattern of mesh-based graph networks
 // (MeshGraphNet, the GNNs coupled to CFD codes), small enough to read in one go.
 //

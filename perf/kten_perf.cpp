@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten-perf: kten's kernels side by side with the vendor libraries, Eigen and the machine's own
 // memory limits, measured in one run, and the "GPUs" chapter's exercises. Writes under --out: perf.json (Google Benchmark), summary.json (one
 // ratio per target), results.csv, gemm.png and bandwidth.png (gnuplot), and prints a table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten-perf-mpi: kten::dist measured against raw MPI in the same run, on two (or more) ranks.
 //   mpiexec -n 2 kten-perf-mpi [--quick] [--kten-device cpu|gpu] [--out DIR]
 // 1. all_reduce bandwidth: kten's all_reduce(sum) of a tensor against MPI_Allreduce on the very

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The command-line options both perf programs take: --quick, --kten-device cpu|gpu, --out DIR.
 #include <string>

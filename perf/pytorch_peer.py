@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """kten-perf's PyTorch peer: the workloads of kten-perf's peer rows, in PyTorch, on the same device.
 
     pytorch_peer.py WORKLOADS_JSON [--device cuda|cpu] [--out PEER_JSON] [--min-time SECONDS]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // DESIGN 1c's composed model (Block), shared by the ONNX cases and the torch label's interchange
 // program: circular Conv2d, BatchNorm2d, a registered parameter and an int64 buffer. The contract

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten's lifetimes, each in a process of its own (the mode is the first argument): nothing aborts
 // at exit, whatever outlives Kokkos.
 //   no-guard      no ScopeGuard at all: kten starts Kokkos on first use and finalises it at exit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The one test main: Kokkos is initialised once for all test cases, then Catch2 runs. Listing the
 // tests (what CTest does to discover them) needs no Kokkos, so it works where the build's GPU
 // backend cannot start (a CUDA build on a machine without a GPU).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // What the ONNX test files share: a scratch folder of the process's own, a model written node by
 // node with the ONNX project's protobuf classes, and the check that load() refuses a file with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Starts kten like an application with options of its own: ScopeGuard must pass Kokkos only its
 // --kokkos-* flags, leave the rest to the application, and report a bad setting as a kten::Error.
 #include <iostream>

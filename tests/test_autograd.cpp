@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Autograd: what is recorded and when, gradient accumulation, broadcasting undone, views reaching
 // their base, NoGradGuard, detach, the errors, Module::backward on the tape. On cpu() and the
 // emulated GPU (test::device()). Every registered op's gradient against central finite differences

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The public contract's walk-through (docs/architecture.md, "The public contract"; the README's
 // first example), verbatim in substance: if a name or a signature drifts, this stops compiling;
 // if a semantic drifts, it fails.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Convolutions and pad (issue 31): the errors they throw, naming the op or layer and the shapes,
 // and the layers' parameters, initialisation and training. Values and gradients against PyTorch
 // and finite differences are the harness' rows (tests/ops/op_rows.cpp, layer_rows.cpp). And the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Data parallelism without MPI: shards of a dataset (DistributedSampler's rules), and
 // DistributedDataParallel and the Trainer over a group of one rank (the MPI tests run them on
 // several ranks: tests/mpi).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // TensorDataset over the application's tensors and the ReplayBuffer: batches gathered on the
 // tensors' device, nothing copied from the application's memory, no host synchronisation.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Devices: naming, comparison, discovery and availability.
 #include <cstdlib>
 #include <sstream>

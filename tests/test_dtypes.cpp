@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // int64 and boolean tensors (issue 17 part 3): creation, reads, copies and views, astype, printing,
 // save and load; comparisons, where, argmax, index_select and gather; and a DTypeError that says
 // what to do from every float-only operation. Expected values follow PyTorch 1.13 (checked with

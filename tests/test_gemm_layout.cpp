@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The real GPU GEMM layouts (256 threads: 8 warps of 32 lanes for NVIDIA, 4 wavefronts of 64 for
 // AMD; the narrow ones for few rows 128) run by as many host threads with a stand-in team member,
 // so their thread mapping, barriers, the register prefetch of the next slice,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // White-box tests of the GEMM kernels' structure, run on the host:
 //  - the host kernel's plan (tiles shrink with the product and share out over the threads) and
 //    every path of it: whole and edge micro-tiles of each width, A read in place or packed,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // What the GPU path must get right, checked without a GPU: emulated GPUs take the device code
 // paths and their memory traps host access; every kernel checks all operands' devices; Views
 // must match a tensor's memory space exactly; pinned buffers are not reused while a copy may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Graph ops (scatter_add, scatter_reduce, index_add, embedding): the same bits run to run, on the
 // OpenMP pool and on one thread, equal to a sequential loop over the sources; index errors named,
 // without a host synchronisation on a GPU; the Embedding layer.

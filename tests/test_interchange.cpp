@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // PyTorch interchange: state dicts (state_dict, load_state_dict) and the safetensors format.
 #include <cstdint>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Every kernel, allocation and profiling region kten produces carries a kten:: label, so Kokkos
 // Tools profilers show kten's work by name (ArborX's tstKokkosToolsAnnotations does the same).
 #include <mutex>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The layers beyond Linear (activations, LayerNorm, Dropout), training and evaluation modes,
 // Linear's (out, in) weight, and the losses: values against float64 host references, gradients
 // against finite differences, errors. On cpu() and the emulated GPU (test::device()); the label

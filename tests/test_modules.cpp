@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Composition (DESIGN.md 1c): tensor handles that share their implementation, and a user's module
 // built from today's layers with its own parameter and buffers, which trains, casts, moves,
 // checkpoints and reloads with the handles its forward() holds seeing every change.

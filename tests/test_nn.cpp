@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Layers, gradients, training on a device, save and load.
 #include <atomic>
 #include <cmath>

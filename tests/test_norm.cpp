@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Normalisation layers with state (issue 31): BatchNorm's running statistics against PyTorch 1.13's
 // numbers (momentum, the cumulative average, num_batches_tracked, evaluation mode), its buffers in
 // state_dict under PyTorch's names, untouched by optimisers and cast by to(float64); GroupNorm and

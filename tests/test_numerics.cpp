@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // What holds across devices and host thread counts (docs/numerics.md, "Numerics across devices
 // and threads"): elementwise results are the same bits on cpu() and on the GPU code path, at every
 // size; sum, mean, norm and matmul agree within bounds derived from each path's order of

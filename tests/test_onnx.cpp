@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten::onnx (issue 32): graphs built here with the ONNX project's protobuf classes run on the
 // device under test to kten's own results, shape arithmetic on the host without a device
 // synchronisation; kten's layers written by save() read back to the same outputs and train alike;

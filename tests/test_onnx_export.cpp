@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten::onnx::save of an imported model (issue 47): the file says the mode the model is in, not
 // the mode it was exported in, so that a model trained and switched to eval() deploys with its
 // running statistics and no dropout in ONNX Runtime (which runs the file's mode), and loads back in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Crafted ONNX files (issue 47): well-formed protobufs whose attributes or constants are wrong,
 // loaded on the device under test and run once on zeros of their declared shapes. Each is a kten
 // error naming the node and op (a FormatError at load where the attribute or constant is known

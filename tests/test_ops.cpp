@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Operations on the device under test, checked against float64 host references.
 #include <algorithm>
 #include <array>

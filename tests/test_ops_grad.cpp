@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Differentiable elementwise ops (pow, maximum, minimum, clamp, sin, cos, log1p, expm1, erf,
 // softplus, gelu, silu): values and gradients against numbers printed by PyTorch 1.13 (float64)
 // at the edges (0, +-inf, NaN, ties, masks), and gradients against central finite differences in

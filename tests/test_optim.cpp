@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Optimisers, schedules and gradient clipping: update rules against float64 references of PyTorch
 // 1.13's formulas (and a few steps worked by hand), the optimiser state's round trip and refusals,
 // schedules' rates, clip_grad_norm_, and a whole training step without a host synchronisation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Counter-based random numbers: the Philox reference, seeds, ranges, moments, device independence.
 #include <algorithm>
 #include <cmath>

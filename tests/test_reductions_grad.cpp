@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Reductions over several axes, softmax and its kin, and matmul on batches and vectors, on the
 // device under test: values against PyTorch 1.13 (computed in float64 and printed to 17 digits;
 // the expression is beside each table) or a float64 host reference, edge cases, and every gradient

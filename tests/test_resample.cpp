@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Pooling and resampling (issue 31 item 2): values worked out by hand, the conventions PyTorch
 // keeps (NaN in a max window, ties, uneven adaptive bins, count_include_pad, align_corners), the
 // errors, and the layers. On cpu() and the emulated GPU (test::device()); the op harness checks

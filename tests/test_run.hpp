@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // What each CTest run means (KTEN_TEST_RUN), set before kten first reads its environment. Shared by
 // the Catch2 suite's main and the PyTorch harness (tests/torch/), so a label means the same in both.

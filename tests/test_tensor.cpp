@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Tensors: creation on a device, shape and dtype, reshape, host reads, printing, interop, errors.
 #include <cmath>
 #include <limits>

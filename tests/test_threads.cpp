@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The thread model (docs/semantics.md, "Thread model"): kten calls from worker threads, and from several
 // threads at once, give the results the initialising thread gives, or a ThreadError that says
 // why. Catch2's assertions are not thread-safe, so workers only compute; this thread checks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Transfers (copyto, to, as_in_context), the never-mix rule, and the visible-cost counters.
 #include <algorithm>
 #include <iostream>

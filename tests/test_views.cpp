@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Views and strides: view operations share storage and never copy; every operation reads strided
 // tensors (elementwise bitwise equal to the same op on contiguous copies); the GEMM reads
 // transposed views in place; contiguous() copies are counted apart from transfers; from_view

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The trap mode (KTEN_TRAP_HOST_ACCESS=1) and an application's own Kokkos kernel, in a process of
 // its own (the mode is the first argument), on an emulated GPU with its memory trapped:
 //   fault   the kernel reads an emulated-GPU tensor's view() outside any scope: the process dies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // CUDA glue: the runtime's view of the devices, pinned host memory, and streams for applications.
 #include "backend_glue.hpp"
 #include "pinned_view.hpp"

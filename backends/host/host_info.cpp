@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host glue: what the CPU is called.
 #include <fstream>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // GPU glue of a host-only build: there is no GPU runtime, so no GPUs and nothing to pin.
 #include "backend_glue.hpp"
 

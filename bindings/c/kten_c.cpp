@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The C API (<kten/kten.h>): a thin layer over kten's public C++ API. Every entry point runs its
 // body inside guarded(), which turns each kten exception class into its status code and keeps the
 // message for kten_last_error(); nothing else escapes (the functions are noexcept, so a bug that

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 !> \brief The Fortran 2018 module `kten` (DESIGN.md 1c, docs/fortran.md): tensors over Fortran
 !> arrays without a copy, ONNX models that run and train, optimisers and checkpoints, on top of the
 !> C API (<kten/kten.h>). Only iso_c_binding and iso_fortran_env appear in its interface; handles

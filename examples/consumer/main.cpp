@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // An application that initialises Kokkos itself, keeps its own Kokkos::View, and lets kten
 // compute on it in place: kten must neither re-initialise Kokkos nor copy the data.
 #include <cmath>

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 ! A 2-D heat solver that trains a neural surrogate of its own time step, in place (docs/fortran.md).
 !   insitu_heat <heat_mlp.onnx> <trained.onnx> [cpu|gpu]
 ! The solver advances u(nx, ny) with the explicit five-point stencil. Every K steps it writes each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Makes heat_mlp.onnx for examples/fortran/insitu_heat.f90: an untrained PyTorch MLP 5 -> 32 -> 1
 (Linear, Tanh, Linear) from a point's temperature and its four neighbours' to the point's
 temperature one step later, exported as ONNX with a dynamic batch axis (one row per grid point).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file checkpoint.hpp
 /// \brief Checkpoints: a model's parameters, its optimiser's state (buffers, step counts,

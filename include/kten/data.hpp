@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file data.hpp
 /// \brief Datasets and minibatches. SyntheticRegression makes its batches on the host (the Trainer

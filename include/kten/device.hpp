@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file device.hpp
 /// \brief Devices (cpu(), gpu(i)), their discovery, and the Kokkos lifetime guard.

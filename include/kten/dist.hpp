@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file dist.hpp
 /// \brief Scale-out over MPI (builds with KTEN_ENABLE_MPI=ON): initialisation, communicators and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file dist_mpi.hpp
 /// \brief kten::dist with MPI types: wrap an application's MPI communicator (builds with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file errors.hpp
 /// \brief The exceptions kten throws. Every one derives from kten::Error (a std::runtime_error).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file info.hpp
 /// \brief What this build and this machine offer: the report `kten-info` prints.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file kokkos.hpp
 /// \brief Kokkos interop: wrap a Kokkos::View as a tensor (from_view) and see a tensor as a

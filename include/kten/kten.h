@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /** \file kten.h
  * \brief kten's C API (plain C99): opaque, reference-counted handles for tensors, models and
  * optimisers; devices as small values. Every call returns a kten_status (KTEN_OK, 0, on success);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file kten.hpp
 /// \brief Umbrella header: devices, tensors, operations, layers and training. Needs no Kokkos

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file onnx.hpp
 /// \brief ONNX import and export (kten::onnx): a model exported from PyTorch (torch.onnx.export,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file ops.hpp
 /// \brief Operations on tensors. Each runs on its inputs' device and returns a tensor there;

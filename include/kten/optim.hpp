@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file optim.hpp
 /// \brief Optimisers (SGD, Adam, AdamW) that update a module's parameters from their gradients on

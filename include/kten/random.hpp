@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file random.hpp
 /// \brief Seeded random tensors from a counter-based (Philox-4x32-10) generator.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file runtime.hpp
 /// \brief Visible cost: transfer and synchronisation counters, and the sync debug mode.

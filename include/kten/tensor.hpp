@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file tensor.hpp
 /// \brief kten::Tensor: a view of an allocation in one device's memory (storage + offset + shape +

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file trainer.hpp
 /// \brief d2l's Trainer: moves the model and each batch to one device and trains there, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // cuBLAS baseline for the perf suite, loaded with dlopen: the GPU machines may carry a newer cuBLAS
 // than the CUDA 11.8 Debian builds with, so nothing links against a particular cuBLAS. Also a raw
 // CUDA kernel launch and cudaMemcpy from pinned memory, the floors kten's GPU rows compare with.

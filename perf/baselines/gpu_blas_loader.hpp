@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // What a GPU vendor's baseline shares with the others: its BLAS opened at run time (cuBLAS and
 // rocBLAS have the same C shape for creating a handle, binding a stream and a column-major gemm),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // rocBLAS baseline for the perf suite, loaded with dlopen: nothing links against rocBLAS, so the
 // build needs neither its headers nor its library (Debian 12 packages none; ROCm's own
 // repositories and newer Debian releases do). Where librocblas.so cannot be loaded the GEMM rows

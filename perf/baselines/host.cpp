@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host baselines: plain OpenMP loops and Eigen (see host_baseline.hpp).
 #include "host_baseline.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Host baselines for the perf suite only (kten's kernels never use them): plain OpenMP loops
 // that measure the machine's own memory limits (STREAM-style), and Eigen 3.4, the library a C++

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // libtorch's side of the *_vs_libtorch rows: the workloads of libtorch.hpp written as a libtorch
 // user would, each closure owning its tensors. float32 on the CPU.
 #include "libtorch.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The workloads of kten-perf's *_vs_libtorch rows, and libtorch's side of them
 // (perf/baselines/libtorch.cpp, built when find_package(Torch) succeeds in a host-only build). No

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Vendor baselines in a build without a GPU backend: none to compare with.
 #include "vendor_baseline.hpp"
 

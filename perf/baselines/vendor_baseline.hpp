@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Vendor baselines for the perf suite only (kten's kernels never use them): the GPU vendor's BLAS
 // (cuBLAS, rocBLAS), opened at run time so a build made with one toolkit release runs against the

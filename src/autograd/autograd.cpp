@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The autograd tape: recording nodes, the backward pass over them, and Tensor's autograd calls.
 // The pass visits each node once, after every node that uses its output (Kahn's order over the
 // nodes reachable from the root), so a node's output gradient is complete when it runs.

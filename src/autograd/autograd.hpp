@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the autograd tape. An operation computes its result, then, only when an input requires
 // grad and grad mode is on, records one Node holding its backward function:

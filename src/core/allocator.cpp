@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Device allocations through a cache of freed blocks, per device and size. A fresh allocation costs
 // page faults on the host (the kernel zeroes every page on first touch) and a synchronising
 // cudaMalloc on a GPU; reusing a block costs neither. Reuse is safe because work on a device is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: size arithmetic that cannot wrap. Element counts and byte sizes go through these, so a
 // size that does not fit becomes a clear kten::Error instead of a small allocation and a crash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Devices, their availability, and the Kokkos lifetime guard.
 #include <atomic>
 #include <cstdlib>

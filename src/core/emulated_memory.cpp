@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Emulated-GPU memory: plain host memory, or with KTEN_TRAP_HOST_ACCESS=1 one reserved mmap arena
 // whose pages are readable only while an emulated-GPU kernel or copy runs. The arena is a
 // first-fit free list over page-aligned ranges; opening and closing access is counted, so that

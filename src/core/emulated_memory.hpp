@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the memory of emulated GPUs (KTEN_EMULATE_GPUS). Emulated GPUs model device memory:
 // kten's host code must reach it only through kernels and explicit copies, as on a real GPU. With

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Creating tensors: uninitialised, filled, ranges, and from host values.
 #include <algorithm>
 #include <cmath>

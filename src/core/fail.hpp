@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the one way kten builds an error message (kokkos-fft's KOKKOSFFT_THROW_IF and ArborX's
 // ARBORX_ASSERT are the pattern): fail<ShapeError>(op, "shapes ", a.shape(), " and ", b.shape(), ...)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Index checks without a host synchronisation (index_errors.hpp). Each GPU keeps one buffer of
 // kSlots flags; a checked launch takes the next slot and remembers its op and shapes on the host.
 // The first synchronisation after it reads the whole buffer (one 1 KiB copy, made only when a
@@ -85,7 +86,8 @@ void report_at_finalize() {
     try {
       report_index_errors(gpu(index));
     } catch (const Error& e) {
-      std::cerr << "kten: at Kokkos::finalize, an index error that no synchronisation reported: " << e.what() << '\n';
+      std::cerr << error_message("", "at Kokkos::finalize, an index error that no synchronisation reported: ", e.what())
+                << '\n';
     }
   }
   std::lock_guard<std::mutex> lock(flags_mutex());

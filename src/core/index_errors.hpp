@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: index checks without a host synchronisation. A kernel that reads indices checks each
 // one against its extent as it reads it; one out of range is skipped (never read or written

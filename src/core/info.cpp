@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The device report: kten's nvidia-smi.
 #include <cstdlib>
 #include <iomanip>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file kokkos_compat.hpp
 /// \brief Every difference between Kokkos 3.4 and Kokkos 4.x/5.x that kten meets, in one place.

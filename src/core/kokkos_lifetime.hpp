@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: Kokkos' lifetime as kten sees it. A ScopeGuard is optional: kten starts Kokkos on its
 // first kernel or allocation when nobody has (and finalises it at exit), and refuses any use after

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: std::allocate_shared of the small objects every operation makes (a tensor's
 // TensorImpl, an allocation's Storage) from a free list per thread and block size, so that the

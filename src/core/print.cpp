@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Printing, MXNet style: the values (NumPy-like, large tensors elided) and a trailer
 // "<Tensor 2x3 float32 @gpu(0)>". Printing reads the tensor on the host, so it synchronises.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Visible cost: the transfer, synchronisation and fence counters, and the sync debug mode.
 #include <atomic>
 #include <cstdio>

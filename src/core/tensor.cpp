@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The Tensor value type (storage + offset + shape + strides, dtype), its views (transpose, permute,
 // narrow, select, unsqueeze, squeeze, expand, reshape), contiguous(), cat and stack, and
 // Kokkos::View interop.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Transfers: every copy between devices goes through copy_bytes (Kokkos::deep_copy on the right
 // execution-space instance), is counted, and fences only where the host reads the result next.
 #include <cmath>

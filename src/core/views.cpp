@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Views share storage and never copy: transpose, permute, narrow, select, unsqueeze, squeeze and
 // expand make a new (shape, strides, offset) over the same storage. contiguous() copies a view into
 // row-major memory on its own device (counted in stats().contiguous_copies); cat and stack make new

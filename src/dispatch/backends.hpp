@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the one place where a runtime Device becomes a Kokkos backend, an execution-space
 // instance plus a memory space (kokkos-fft keeps its backend selection alone the same way).

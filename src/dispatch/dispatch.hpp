@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: everything a kernel needs to run, one header per concern under dispatch/ (the lint,
 // cmake/KtenLint.cmake, keeps Kokkos policies, launches and typed pointers there):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the one place where a runtime DType becomes an element type. Arithmetic kernels are
 // written for float and double only (with_dtype refuses int64 and boolean with a DTypeError that

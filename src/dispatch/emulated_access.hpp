@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: opening an emulated GPU's trapped memory around its kernels (emulated_memory.hpp).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: which GPU vendor this build's kernels are shaped for. The vendor-shaped tuning itself
 // (warp width, the GEMM's lane layout, gemv lanes, launch bounds) is GpuKernelShape<vendor> in

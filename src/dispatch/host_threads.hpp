@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: what Kokkos 3.4's host backends need from a launch made by any thread: OpenMP's pool
 // serves only the thread that initialised Kokkos (docs/semantics.md, "Thread model"), and Serial's and a GPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the one way to launch a kernel. launch() checks the operands, picks the backend and
 // element type and hands the kernel typed pointers; run() / run_reduce() are the only calls of

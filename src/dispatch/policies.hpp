@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the only Kokkos execution policies kten builds (the lint, cmake/KtenLint.cmake,
 // rejects any other), and where a cpu() kernel runs by its size (the serial grain).

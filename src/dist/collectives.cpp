@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The Communicator's collectives on tensors. Each one runs in two phases:
 //  1. agreement: every rank contributes a fingerprint of its call (operation, dtype, shape,
 //     reduction, root, or a local problem) to one small nonblocking allreduce, polled so that a

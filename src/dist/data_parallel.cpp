@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DistributedDataParallel and the default process group. Written against dist::ProcessGroup only,
 // so they build without MPI; the MPI communicator lives in src/dist/.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: what the code built in every configuration needs from kten::dist, whose MPI part
 // (src/dist/) is built only with KTEN_ENABLE_MPI.

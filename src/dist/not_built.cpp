@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten::dist in a build without MPI (KTEN_ENABLE_MPI=OFF): only kten-info's line.
 #include "hooks.hpp"
 

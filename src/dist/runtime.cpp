@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten::dist's lifetime: MPI initialisation (respecting an application's own), the world
 // communicator, the GPU binding of ranks, aborting the job, and the communicators' MPI state.
 #include <sched.h>  // sched_getaffinity (Linux)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal (builds with MPI): the MPI state behind a kten::dist::Communicator.
 

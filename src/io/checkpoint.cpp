@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Checkpoints: a safetensors file (so Python can open one: safetensors.safe_open) holding
 //
 //   tensors   "model.<name>"                  the model's state_dict()

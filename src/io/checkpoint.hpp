@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the checksum of save_checkpoint()'s files, shared with the checkpoint fuzz target
 // (which writes files whose checksum is right, so that the fuzzer reaches the checks behind it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Reading and atomically writing kten's files with POSIX calls.
 #include "io/files.hpp"
 

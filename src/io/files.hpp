@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the files kten reads and writes (its parameter format, safetensors). Reads go through
 // POSIX calls, so every failure (a missing file, a directory, an I/O error) is a FormatError rather

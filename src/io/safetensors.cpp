@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The safetensors format (Hugging Face's safetensors library, which PyTorch users save state dicts
 // with):
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: a safetensors file's tensors and metadata read in one pass over one open file (the
 // public load_safetensors and load_safetensors_metadata each give one half), for the formats built

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Module::save and Module::load: a device-independent, versioned, little-endian file.
 //
 //   "KTENPRM\n"  u32 version (2)  u32 count

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Conv1d/2d/3d and ConvTranspose1d/2d/3d on the parameters' device: the functional forms
 // (src/ops/conv.cpp) with the layer's parameters, after pad() for the non-zeros padding modes, as
 // PyTorch's modules do; autograd derives the backward.

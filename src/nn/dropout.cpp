@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Dropout as one kernel and one autograd node (nn::Dropout, ONNX's Dropout in training mode):
 // bandwidth-bound, each element read and written once; the mask is computed, never stored.
 #include "functional.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Embedding: a table of rows looked up by index (kten::embedding on its weight).
 #include <kten/nn/embedding.hpp>
 

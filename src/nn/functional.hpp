@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the layers' own fused ops, each one kernel (and one autograd node) per call, used by
 // the nn modules and by the ONNX importer's forms of the same layers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // LayerNorm over the last axis as one op with its gradient: row kernels (rows.hpp), bandwidth-bound.
 // The forward reads each row once from memory and writes it once (its other passes read the row
 // from cache) and keeps each row's mean, the correction c below and 1 / sqrt(var + eps) for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Linear, the activations, LayerNorm, Dropout and Sequential on the parameters' device; autograd
 // derives their backward.
 #include <atomic>

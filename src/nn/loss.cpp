@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Losses, computed on the prediction's device with differentiable operations.
 #include <cmath>
 #include <limits>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Module: device placement of parameters, gradients, and the input-device rule; state dicts.
 #include <algorithm>
 #include <functional>

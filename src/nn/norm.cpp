@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The normalisation layers with state and the small layers of issue 31, on the functional forms
 // (src/ops/norm.cpp); autograd derives their backward.
 #include <cmath>

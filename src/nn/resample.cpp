@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The pooling and resampling layers (nn/resample.hpp): options checked at construction, forward
 // one call of the functional form (src/ops/pool.cpp, src/ops/resample.cpp), whose gradient autograd
 // records.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Gradient clipping with kten's own operations: every value stays on the device.
 #include <cmath>
 #include <limits>

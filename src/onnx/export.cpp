@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten::onnx::save: writes a module as an ONNX model (opset 17). An imported Model is its own
 // graph with the current parameters, in the mode the model is in. Any other module is traced, as
 // torch.onnx.export traces: one forward call on a copy of the example input runs with a tracer on the autograd tape

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // An imported model at run time: the planned nodes in order, each input taken from where the plan
 // put it (a constant's copy on the device, shape arithmetic on the host), intermediates freed
 // after their last use. Every tensor op records on the autograd tape as usual.

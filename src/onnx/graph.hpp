@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: an imported ONNX graph as kten runs it. import.cpp builds it from the file (checks,
 // then plans: topological order, constants folded, where each value lives and when it is freed);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten::onnx::load: reads an ONNX file with the ONNX project's protobuf classes, checks it (kten's
 // own checks first, so that a fault is a FormatError naming the node and op, then ONNX's checker),
 // and plans it once: topological order, constants folded, where each value lives (the model's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten::onnx in a kten built without ONNX (KTEN_ENABLE_ONNX=OFF): every call says so.
 #include <kten/onnx.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The ONNX operator table: each operator kten imports, the opsets it supports, and how it maps
 // onto kten's ops. Wherever a registered op fits (src/ops/registry.hpp), the row calls it through
 // the registry; ONNX's own attribute conventions (Gemm's transposes, Slice's clamping, Reshape's

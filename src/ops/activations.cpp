@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Activations: relu, sigmoid, tanh, gelu, silu, softplus, clamp and leaky_relu, each with its gradient beside
 // it (one kernel each way). Bandwidth-bound like every elementwise kernel (elementwise.cpp).
 #include <kten/ops.hpp>

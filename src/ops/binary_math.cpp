@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Binary math with broadcasting: pow(a, b), maximum and minimum, each with its gradient beside it.
 // Bandwidth-bound like every elementwise kernel (elementwise.cpp).
 #include <kten/ops.hpp>

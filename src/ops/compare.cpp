@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Comparisons (eq ne lt le gt ge, tensor with tensor or with a scalar) -> boolean, and where().
 // Elementwise and bandwidth-bound like the arithmetic: comparisons are the broadcasting binary
 // kernels of elementwise.hpp with a bool result, for every dtype. NaN follows IEEE: it compares

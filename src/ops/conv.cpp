@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Convolutions (conv1d/2d/3d and their transposes), each with its gradient.
 //
 // One kernel serves 1-D, 2-D and 3-D: lower ranks are 3-D with unit axes (extent 1, kernel 1,

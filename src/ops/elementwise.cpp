@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Elementwise operations: fill, dtype conversion, the arithmetic operators (with tensors and with
 // scalars) and fma, and the broadcasting machinery that unary_math.cpp, activations.cpp and
 // binary_math.cpp share (one file per family keeps each translation unit small enough to build

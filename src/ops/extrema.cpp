@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Extrema: max and min over every element, one axis or several, and their gradients (ties share
 // it evenly, as torch.amax). Bandwidth-bound like every reduction; NaN wins over any number, so
 // every device and order of combining gives NaN. The kernels are reduce_impl.hpp's, compiled here

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: division of non-negative indices by a divisor fixed at launch, without a divide
 // instruction where the indices allow it.

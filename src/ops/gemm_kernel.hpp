@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the matrix-product kernels, written once for every backend. C = op(A) op(B) (+ bias
 // along columns) (+ C). Strides express the transposes. Three kernels:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The grid view of pooling's and resampling's inputs (grid.hpp).
 #include "grid.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: what pooling (pool.cpp) and resampling (resample.cpp) share. An input of shape
 // (N, C, spatial...) or (C, spatial...) is a stack of planes, each a 3-D grid (D, H, W): 1-D and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the host's vector unit as this build's compiler targets it (the -march that the Kokkos
 // architecture carries), decided at compile time, and the GEMM register and cache blocking that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Indexing: argmax (-> int64), index_select and gather (int64 indices), for every dtype. Each
 // output element is found or read on its own (one thread per output, inputs read in place through
 // their strides), like the elementwise kernels; the kernel checks each index as it reads it

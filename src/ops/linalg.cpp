@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Matrix products with torch.matmul's rules (matrices, vectors, broadcast batches; operands row- or
 // column-major, views included) and transpose (a view).
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Batch, group and instance normalisation (torch.nn.functional's batch_norm, group_norm and
 // instance_norm) as one kernel with its gradient, on the row kernels of rows.hpp, the structure of
 // LayerNorm's (src/nn/layer_norm.cpp). Each normalises "sets" of elements of a contiguous (N, C, S)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // pad (zeros, reflect, replicate, circular) with its gradient: a gather per output element, and
 // per input element for the gradient, axis by axis; bandwidth-bound, each element read and
 // written once (the host walks whole rows, a GPU one element per thread).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: Philox-4x32-10 (Salmon et al., SC'11), the counter-based generator behind rand/randn.
 // Pure integer arithmetic, so host and device produce the same words for the same counter and key.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Pooling over 1, 2 or 3 spatial axes: max, average and adaptive average, each with its gradient.
 // One kernel per kind serves every rank: the input is a stack of 3-D grids (grid.hpp), a 1-D or 2-D
 // one with unit axes in front, read in place through its strides.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Random tensors. Element i takes the Philox block for counter (i, stream) and key = seed, so the
 // values depend on (seed, i) alone: the same on every device and for every thread layout.
 // Bandwidth-bound like any elementwise kernel (ten rounds of integer multiplies per element).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Reductions over all elements, one axis or several. Whole-tensor reductions are bandwidth-bound;
 // their result is written into device memory, so they return without fencing (a 0-d tensor on the
 // device). NaN propagates: a sum, norm or variance over a NaN is NaN by arithmetic, and max and min

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: what the two reduction families share (reduce.cpp: sum, mean, norm, var and
 // mean_square; extrema.cpp: max and min): the kernels, reduce_all() over every element, reduce()

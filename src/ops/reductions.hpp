@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: the reductions' arithmetic (what to accumulate from which identity, how to combine and
 // finish), shared by the reduction kernels (reduce.cpp) and the row kernels (rows.hpp), and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The op registry (registry.hpp): the families' declarations in one list, looked up by name. The
 // tensor core's views and copies (src/core) are declared here, the layer above them.
 #include "registry.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The op registry: every public tensor operation, declared once by its op family (in the family's
 // own file, beside its forward and gradient) with what generic code needs to call it and test it.

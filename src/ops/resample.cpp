@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Resampling (F.interpolate): nearest, linear, bilinear and trilinear, each with its gradient. One
 // kernel serves every mode and rank: the input is a stack of 3-D grids (grid.hpp), and each grid
 // axis takes one tap (nearest, or an axis in front of a 1-D or 2-D grid) or two (the linear

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: row kernels, for operations that fold each row of a tensor and then write it (axis
 // reductions, softmax, LayerNorm and their gradients). A row body is written once against a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Graph ops: scatter_add, scatter_reduce, index_add and embedding, deterministic on every device.
 //
 // Many sources add into one destination. Atomic float adds would make the sum's order, and so its

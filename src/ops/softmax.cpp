@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // softmax, log_softmax and logsumexp along one axis, each with its gradient. Every one starts by
 // subtracting the axis' max, so exp never overflows. All six are row kernels (rows.hpp):
 // bandwidth-bound, one read of the input(s) from memory and one write, the row's further passes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: how a unary elementwise operation records its gradient, shared by the op families of
 // unary_math.cpp and activations.cpp (templates: each op instantiates its own kernels in its file).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unary math: exp, log, sqrt, abs, neg, sin, cos, log1p, expm1, erf and pow(x, s), each with its
 // gradient beside it. Bandwidth-bound like every elementwise kernel (elementwise.cpp): one read
 // and one write per element, the transcendental functions of vector_math.hpp vectorised on CPUs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: e^x (and float erf) from plain arithmetic, so compilers vectorise them on CPUs, where
 // a call to the C library's exp or erf runs one element at a time. exp is Cephes' expf / exp: range

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The optimisers' own kernels, bandwidth-bound like every elementwise operation: each reads and
 // writes every element of its tensors once, in one pass.
 #include "kernels.hpp"

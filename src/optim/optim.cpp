@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Optimisers: one fused update kernel per parameter on the parameters' device, their state, and the
 // learning-rate schedules (host arithmetic in double, as PyTorch's Python floats).
 #include <algorithm>

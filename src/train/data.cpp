@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Datasets: synthetic regression data (batches made on the host), the application's tensors and a
 // replay buffer (batches gathered on their device); shards of any dataset's batches for ranks.
 #include <algorithm>

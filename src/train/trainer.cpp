@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The Trainer: model and batches on one device, losses summed there and read once per epoch;
 // data-parallel over a process group when there is one.
 #include <chrono>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Writes the files of the C and Fortran tests (tests/fortran, CTest label fortran) into a folder:
 mlp.onnx, a PyTorch MLP 4 -> 16 -> 16 -> 2 (Linear, Tanh, Linear, SiLU, Linear) exported as ONNX with
 a dynamic batch axis, and mlp-ref.bin, little-endian float32: x (batch 8, features 4) then PyTorch's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /* The C API from plain C99 (CTest label fortran): test_c_api <folder of make_mlp.py's files> cpu|gpu.
  * Exits 0 when every check passes, else prints each failure and exits 1. */
 #include <math.h>

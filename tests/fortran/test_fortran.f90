@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 ! The Fortran module kten (CTest label fortran):
 !   test_fortran <folder of make_mlp.py's files> cpu|gpu   every routine; exits 1 on a failure
 !   test_fortran <folder> stop                             an error without stat: kten's message, error stop

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 ! The Fortran module on 2 ranks (CTest labels fortran and mpi): test_fortran_mpi <folder> cpu|gpu.
 ! Rank 1 first drifts from the file's parameters (5 SGD steps of its own); an optimiser made with
 ! comm= brings it back to rank 0's; then 20 Adam steps on different data per rank must leave

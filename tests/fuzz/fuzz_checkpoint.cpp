@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // libFuzzer target for load_checkpoint. Each input is written to a file and loaded into the models
 // of fuzz_models.hpp (eager and lazily shaped, float32 and float64) with an SGD (momentum) and an
 // Adam optimiser; then, when the input is a readable safetensors file, the same again with its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // What every fuzzer runs under, whoever starts it (make fuzz, a CTest, by hand; an environment
 // variable given still wins). A model may ask for terabytes, which on a real machine is kten's
 // OutOfMemory, not a finding: ASan returns null past 1 GiB (below libFuzzer's own 2 GiB malloc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // libFuzzer target for Module::load. Each input is written to a file and loaded into the models of
 // fuzz_models.hpp, eager and lazily shaped, float32 and float64; then the same again with the
 // checksum made right. A load must either succeed or throw kten::FormatError and leave the model

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // What the fuzz targets share: the models they load into, whose saved files seed their corpora (the
 // seeds pass every check, so the fuzzer starts from files that reach the end of loading), and the

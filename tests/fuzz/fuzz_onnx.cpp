@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // libFuzzer target for kten::onnx::load. Each input is written to a file and loaded, which must
 // either succeed or throw kten::FormatError: a hostile file never crashes and never throws
 // anything else. A model that loads then runs once on zeros of its declared input shapes

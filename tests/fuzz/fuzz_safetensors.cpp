@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // libFuzzer target for io::load_safetensors and Module::load_state_dict. Each input is written to a
 // file and read, which must either succeed or throw kten::FormatError; what it read is then loaded
 // into the models of fuzz_models.hpp, eager and lazily shaped, float32 and float64, strictly and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Writes the fuzzers' seed corpora into the directory given: load/ holds files made by save(),
 // safetensors/ files made by save_safetensors(), checkpoint/ files made by save_checkpoint() (SGD
 // with momentum and Adam, after a step), from the models in fuzz_models.hpp (float32 and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The MPI test main: kten::dist and Kokkos once for all test cases, Catch2 on every rank. Test
 // cases run in the same order on every rank; the exit code is the worst of all ranks.
 #include <catch2/catch_session.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten::dist's lifetime and the failures that must end an MPI job with a message instead of
 // leaving ranks waiting for ever (CTest checks the exit code or the message; see CMakeLists.txt):
 //   application  the application runs MPI itself: kten uses it, finalises nothing, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten::dist on every rank of mpiexec: collectives on the device under test (cpu, or emulated GPUs
 // for the staged path), mismatches as errors on every rank, application communicators, stall
 // reports, DistributedDataParallel and the data-parallel Trainer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The harness's command line, for either reference (the reference's file defines run_rows):
 //
 //   PROGRAM [--self-test] [--coverage] [--row SUBSTRING] [--shard I/N] [--seed N] [--cases K] [--list] [--verbose]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The harness engine: draws each case's inputs, runs kten on the device under test and the
 // reference on the same values, compares values and gradients. Written once over the reference

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The harness's parts that do not depend on the reference: shapes, values, views, comparison.
 #include "engine.hpp"
 

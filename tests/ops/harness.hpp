@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The op-by-op harness (ggml's test-backend-ops is the model): every row of the op table (one per
 // registered op and form, src/ops/registry.hpp) and of the layer table runs on the device under

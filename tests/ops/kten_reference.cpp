@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten-op-tests: every row of the op and layer tables against kten itself on cpu() in float64, on
 // the device under test (CTest's KTEN_TEST_RUN, as for the Catch2 suite). No libtorch: it runs in
 // every build, the CUDA and HIP ones included, on a real GPU and in GPGPU-Sim.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten's layers and losses against the reference (kten on cpu() in float64, or PyTorch): one row
 // each, run by the same engine as the ops (values, gradients of every input, strided, empty,
 // NaN/inf and large cases, finite differences). A layer's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Every registered op (src/ops/registry.hpp), at least one row each, run against kten on cpu() in
 // float64 (kten-op-tests, every build) and against PyTorch (kten-torch-harness, where libtorch is
 // found). Adding an op is adding its row:

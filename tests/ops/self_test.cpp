@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The harness must be able to fail: rows with planted faults, each of which has to be reported by
 // the checks that can see it (and only by those), next to an honest control row that must pass.
 // Each row's honest side is written for both references: TORCH for PyTorch, .reference() for kten.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten-torch-interchange: kten <-> PyTorch through safetensors files (label torch), on the device
 // under test (KTEN_TEST_RUN, as for the Catch2 suite); PyTorch runs in Debian's Python
 // (interchange.py says what it does).

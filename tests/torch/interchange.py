@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """PyTorch's side of kten <-> PyTorch through safetensors files (label torch; interchange.cpp runs it).
 
   interchange.py save DIR    trains nn.Sequential(Linear(3, 16), BatchNorm1d(16), ReLU(), Linear(16, 2))

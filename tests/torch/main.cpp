@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten-torch-harness: every row of the op and layer tables (tests/ops) against PyTorch on the
 // device under test (CTest's KTEN_TEST_RUN, as for the Catch2 suite), or the self-test of planted
 // faults; options as kten-op-tests' (tests/ops/cli.cpp).

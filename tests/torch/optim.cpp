@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kten's optimisers, schedules and clip_grad_norm_ against PyTorch 1.13 (label torch): libtorch's
 // torch::optim::SGD, Adam, AdamW, StepLR and torch::nn::utils::clip_grad_norm_ in process, on the
 // same parameters and gradients, several steps, both float dtypes. libtorch's C++ API has no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file dist/ddp.hpp
 /// \brief kten::dist::DistributedDataParallel: one model trained by several ranks, each on its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file dist/process_group.hpp
 /// \brief kten::dist::ProcessGroup: the processes (ranks) that train one model together and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file nn/conv.hpp
 /// \brief Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d (PyTorch's parameter names,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file nn/layers.hpp
 /// \brief Layers: Linear (eager or lazily shaped), the activations, LayerNorm, Dropout, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file nn/loss.hpp
 /// \brief Losses: a 0-d tensor on the prediction's device, with autograd history, and its gradient

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file nn/module.hpp
 /// \brief kten::nn::Module: modules that register their parameters, buffers and children (as

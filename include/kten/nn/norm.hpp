@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file nn/norm.hpp
 /// \brief Normalisation layers with state (BatchNorm1d/2d/3d, GroupNorm, InstanceNorm1d/2d/3d) and

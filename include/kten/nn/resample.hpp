@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file nn/resample.hpp
 /// \brief Pooling and resampling layers (PyTorch's MaxPool1d/2d/3d, AvgPool1d/2d/3d,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// \file nn/utils.hpp
 /// \brief Gradient clipping (torch.nn.utils.clip_grad_norm_), on the device.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Not compiled: what the lints (cmake/KtenLint.cmake) must reject, as the tests
 // lint.<rule>.catches-holes run them over this folder. For the dispatch lint, each marked line is
 // a way kten's kernels once bypassed the checks and profiling of launch(): 8 reports.
