@@ -84,6 +84,10 @@ void write_family_seeds(const std::filesystem::path& onnx) {
     });
     save("attention", attention, ones({2, 4, 6}));
   }
+  {  // element types: Cast to float64 and back (fuzz-coverage found Cast never reached)
+    Lambda cast("cast", [](const Tensor& x) { return (x.astype(float64) * 3.0).astype(float32); });
+    save("cast", cast, ones({2, 3}));
+  }
 }
 
 }  // namespace
