@@ -135,10 +135,15 @@ struct Loader {
         bad(what, " holds ", raw.size(), " bytes of data for its shape ", shape, " of ", numel, " ", dtype,
             " elements (", static_cast<std::size_t>(numel) * width, " bytes)");
       const auto n = static_cast<std::size_t>(numel);
+      // An empty tensor's vector has no data() to copy into (memcpy of null is undefined, even of 0 bytes).
+      const auto filled = [&](auto v) {
+        if (n > 0) std::memcpy(v.data(), raw.data(), raw.size());
+        return tensor(v, shape);
+      };
       switch (dtype) {
-        case DType::float32: { std::vector<float> v(n); std::memcpy(v.data(), raw.data(), raw.size()); return tensor(v, shape); }
-        case DType::float64: { std::vector<double> v(n); std::memcpy(v.data(), raw.data(), raw.size()); return tensor(v, shape); }
-        case DType::int64: { std::vector<std::int64_t> v(n); std::memcpy(v.data(), raw.data(), raw.size()); return tensor(v, shape); }
+        case DType::float32: return filled(std::vector<float>(n));
+        case DType::float64: return filled(std::vector<double>(n));
+        case DType::int64: return filled(std::vector<std::int64_t>(n));
         case DType::boolean: { std::vector<bool> v(n); for (std::size_t i = 0; i < n; ++i) v[i] = raw[i] != 0; return tensor(v, shape); }
       }
     }
