@@ -15,6 +15,7 @@
 #include <catch2/catch_approx.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "ops/conv.hpp"  // detail::conv_multiply_adds, the perf suite's count
 #include "ops/fast_div.hpp"
 #include "support.hpp"
 
@@ -242,6 +243,15 @@ TEST_CASE("cpu() runs 3x3 convolutions of at least 16 channels (2-D float32) or 
     });
     CHECK(launches_of(kernels, "[winograd]") == (d.is_cpu() && c.winograd ? 2 : 0));
     CHECK(launches_of(kernels, "[direct]") == (d.is_cpu() && !c.winograd ? 2 : 0));
+    // The arithmetic those paths do, as the perf suite counts it: Winograd's tiles x points per
+    // product where it ran (forward and input gradient), the direct count elsewhere.
+    const int r = c.dims == 2 && c.dtype == DType::float32 && ch < 912 ? 4 : 2;
+    double pixels = 1, tiles = 1;
+    for (std::size_t a = 2; a < xs.size(); ++a) pixels *= static_cast<double>(xs[a]), tiles *= static_cast<double>((xs[a] + r - 1) / r);
+    const double direct = static_cast<double>(ch * ch) * (c.dims == 2 ? 9 : 27) * pixels;
+    const double winograd = static_cast<double>(ch * ch) * tiles * std::pow(r + 2, c.dims);
+    CHECK(detail::conv_multiply_adds(static_cast<int>(c.dims), x, w, {1}, {1}, {1}, 1) ==
+          (d.is_cpu() && c.winograd ? 2 * winograd + direct : 3 * direct));
   }
 }
 

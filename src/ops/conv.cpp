@@ -22,6 +22,8 @@
 // (ConvWinogradHostKernel, winograd_tile): F(4x4, 3x3) for 2-D float32 from 16 channels, else
 // F(2x2, 3x3) or F(2x2x2, 3x3x3) from 32; a GEMM per point of the transform, on the same
 // micro-tiles. pad, which the padded convolution layers call first, is in pad.cpp.
+#include "conv.hpp"
+
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -1411,6 +1413,27 @@ Tensor conv_transpose_nd(const char* op, int dims, const Tensor& x_in, const Ten
 }
 
 }  // namespace
+
+double conv_multiply_adds(int dims, const Tensor& x, const Tensor& w, const Shape& stride, const Shape& padding,
+                          const Shape& dilation, std::int64_t groups) {
+  const ConvGeometry g = conv_geometry("conv_multiply_adds", dims, x, w, Tensor(), stride, padding, dilation, groups);
+  const double per_pixel = static_cast<double>(g.batch) * static_cast<double>(g.groups) * static_cast<double>(g.cout_g) *
+                           static_cast<double>(g.cin_g);
+  double out_pixels = 1, taps = 1;
+  for (int t = 3 - dims; t < 3; ++t) out_pixels *= static_cast<double>(g.out[t]), taps *= static_cast<double>(g.k[t]);
+  const double direct = per_pixel * out_pixels * taps;
+  const int r = x.device().is_cpu() ? winograd_tile(g, dims, static_cast<std::int64_t>(dtype_size(x.dtype()))) : 0;
+  if (r == 0) return 3 * direct;
+  // conv_winograd's tiles of C (dims 3 runs F(2x2x2) whatever the tile says for 2-D).
+  const int tile = dims == 3 ? 2 : r;
+  const auto winograd = [&](const std::int64_t* pixels) {
+    double tiles = 1;
+    for (int t = 3 - dims; t < 3; ++t) tiles *= static_cast<double>((pixels[t] + tile - 1) / tile);
+    return per_pixel * tiles * static_cast<double>(winograd_points(dims, tile));
+  };
+  return winograd(g.out) + winograd(g.in) + direct;  // forward, grad_input, grad_weight
+}
+
 }  // namespace detail
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& stride, const Shape& padding,
