@@ -85,7 +85,8 @@ Builder windowed(const std::string& op, const std::vector<std::pair<std::string,
     in.push_back("w");
   }
   auto* n = b.node(op, in, {"y"}, "crafted");
-  if (op != "Conv" && op != "ConvTranspose") Builder::attr(n, "kernel_shape", std::vector<std::int64_t>{3, 3});
+  const bool kernel_given = std::any_of(lists.begin(), lists.end(), [](const auto& l) { return l.first == "kernel_shape"; });
+  if (op != "Conv" && op != "ConvTranspose" && !kernel_given) Builder::attr(n, "kernel_shape", std::vector<std::int64_t>{3, 3});
   for (const auto& [name, v] : lists) Builder::attr(n, name, v);
   if (ceil_mode != 0) Builder::attr(n, "ceil_mode", ceil_mode);
   return b;

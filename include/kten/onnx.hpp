@@ -2,7 +2,7 @@
 #pragma once
 /// \file onnx.hpp
 /// \brief ONNX import and export (kten::onnx): a model exported from PyTorch (torch.onnx.export,
-/// opsets 13 to 17) runs and keeps training in kten, without libtorch, and any kten module is
+/// opsets 13 to 23, IR 3 to 11, external data) runs and keeps training in kten, without libtorch, and any kten module is
 /// written as ONNX by tracing one call. Needs neither protobuf nor ONNX headers: linking kten::kten is
 /// enough. In a kten built without ONNX (KTEN_ENABLE_ONNX=OFF) every call throws kten::Error.
 #include <memory>
@@ -55,7 +55,8 @@ class Model : public nn::Module {
   std::shared_ptr<detail::Graph> graph_;
 };
 
-/// \brief Reads, checks (the ONNX checker, then kten's own checks) and plans the ONNX file at
+/// \brief Reads, checks (kten's own checks, then ONNX's checker where Debian 12's onnx 1.12 knows
+/// the IR and opset) and plans the ONNX file at
 /// `path` onto `device`. A missing, truncated or malformed file, a dangling node input, a cycle,
 /// an unsupported op, opset, attribute or dtype, external data outside the model's folder, or an
 /// initializer whose data does not match its shape is a kten::FormatError naming the node and op

@@ -59,9 +59,14 @@ struct Call {
   double attr_real(const std::string& name, double fallback) const;
   /// \brief Integer list attribute, or `fallback` when absent.
   std::vector<std::int64_t> attr_ints(const std::string& name, std::vector<std::int64_t> fallback = {}) const;
+  /// \brief The default domain's opset the node was written for (an operator's form can change).
+  int opset() const;
   /// \brief "node 'n' (Op)", for messages.
   std::string where() const;
 };
+
+/// \brief The default domain's opsets load() reads: 13 (PyTorch 1.8's exporter) to 23 (onnx 1.18).
+constexpr int kFirstOpset = 13, kLastOpset = 23;
 
 /// \brief One operator kten runs: the opsets it supports, how many inputs and outputs it takes,
 /// and its implementation over kten's ops. `check` validates attributes at load (null: none).
@@ -106,6 +111,7 @@ struct Value {
 struct Node {
   std::string name;     // the file's name, or "<op>_<index>" when it has none
   std::string op_type;
+  int opset = 0;        // the default domain's opset it was written for (a function's own, inlined)
   const OpImpl* impl = nullptr;
   std::vector<int> inputs;   // value indices; -1 for an absent optional input
   std::vector<int> outputs;  // value indices; -1 for an output nobody asked for
@@ -143,5 +149,7 @@ std::vector<Tensor> run_graph(Graph& graph, const std::vector<Tensor>& inputs, b
 int onnx_dtype(DType dtype);
 /// \brief kten's dtype for an ONNX element type code; false when kten has none.
 bool kten_dtype(int code, DType& dtype);
+/// \brief ONNX's name of an element type code ("FLOAT8E4M3FN"), the ones newer than onnx 1.12 included.
+std::string onnx_type_name(int code);
 
 }  // namespace kten::onnx::detail

@@ -37,6 +37,16 @@ int onnx_dtype(DType dtype) {
   return ::onnx::TensorProto_DataType_UNDEFINED;
 }
 
+std::string onnx_type_name(int code) {
+  // The codes Debian 12's onnx 1.12 knows, then those added since (float8 in IR 9, 4-bit in IR 10,
+  // float4 and e8m0 in IR 11), so that a refusal names the type a newer exporter wrote.
+  if (::onnx::TensorProto_DataType_IsValid(code)) return ::onnx::TensorProto_DataType_Name(code);
+  static const char* const newer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+                                      "UINT4",        "INT4",           "FLOAT4E2M1", "FLOAT8E8M0"};
+  if (code >= 17 && code < 17 + static_cast<int>(std::size(newer))) return newer[code - 17];
+  return "unknown to kten";
+}
+
 bool kten_dtype(int code, DType& dtype) {
   switch (code) {
     case ::onnx::TensorProto_DataType_FLOAT: dtype = DType::float32; return true;
@@ -116,7 +126,7 @@ struct Loader {
   Tensor tensor_data(const ::onnx::TensorProto& t, const std::string& what) const {
     DType dtype;
     if (!kten_dtype(t.data_type(), dtype))
-      bad(what, " has ONNX element type ", t.data_type(), " (", ::onnx::TensorProto_DataType_Name(t.data_type()),
+      bad(what, " has ONNX element type ", t.data_type(), " (", onnx_type_name(t.data_type()),
           "), which kten does not support (float, double, int64, bool)");
     Shape shape(t.dims().begin(), t.dims().end());
     std::int64_t numel = 1;
@@ -175,11 +185,155 @@ struct Loader {
   }
 };
 
-// The default domain's opset the model imports.
-int default_opset(const ::onnx::ModelProto& m, const Loader& l) {
-  for (const auto& o : m.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
-  l.bad("the model imports no opset of the default ONNX domain");
+bool default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+// The default domain's version among `imports` (a model's or a function's), or `fallback`.
+template <class Imports>
+int default_opset(const Imports& imports, int fallback) {
+  for (const auto& o : imports)
+    if (default_domain(o.domain())) return static_cast<int>(std::clamp<std::int64_t>(o.version(), -1, 1 << 20));
+  return fallback;
+}
+
+// --- fields newer than Debian 12's onnx 1.12 classes ---
+// The parser keeps a field its classes do not know as an unknown field. Those of IR 9 to 11 are
+// listed here: metadata and type annotations are ignored, a function's overload and attribute
+// defaults are read (function_text, function_defaults), the rest is refused by name. A field
+// unknown even to this table is refused too: never read a file as something it is not.
+struct NewerField {
+  const char* message;
+  int number;
+  const char* name;
+  bool read;  // ignored or read by kten; false: refused
+};
+constexpr NewerField kNewerFields[] = {
+    {"NodeProto", 8, "overload", true},
+    {"NodeProto", 9, "metadata_props", true},
+    {"NodeProto", 10, "device_configurations", false},
+    {"GraphProto", 16, "metadata_props", true},
+    {"FunctionProto", 11, "attribute_proto", true},
+    {"FunctionProto", 12, "value_info", true},
+    {"FunctionProto", 13, "overload", true},
+    {"FunctionProto", 14, "metadata_props", true},
+    {"TensorProto", 16, "metadata_props", true},
+    {"ValueInfoProto", 4, "metadata_props", true},
+    {"ModelProto", 26, "configuration", false},
+};
+
+void check_fields(const google::protobuf::Message& m, const std::string& path, const Loader& l) {
+  const auto* reflection = m.GetReflection();
+  const std::string& type = m.GetDescriptor()->name();
+  const auto& unknown = reflection->GetUnknownFields(m);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const int number = unknown.field(i).number();
+    const auto* known = std::find_if(std::begin(kNewerFields), std::end(kNewerFields),
+                                     [&](const NewerField& f) { return f.message == type && f.number == number; });
+    if (known == std::end(kNewerFields))
+      l.bad(path, " holds field ", number, " of onnx.", type, ", which kten does not know (a newer ONNX IR than 11?)");
+    if (!known->read)
+      l.bad(path, " sets ", type, ".", known->name, " (IR 11), which kten does not support");
+  }
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(m, &fields);
+  for (const auto* f : fields) {
+    if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    if (!f->is_repeated()) {
+      check_fields(reflection->GetMessage(m, f), path + "." + f->name(), l);
+      continue;
+    }
+    for (int i = 0, n = reflection->FieldSize(m, f); i < n; ++i)
+      check_fields(reflection->GetRepeatedMessage(m, f, i), path + "." + f->name() + "[" + std::to_string(i) + "]", l);
+  }
+}
+
+// The unknown (newer) length-delimited field `number` of `m`: each occurrence's bytes.
+std::vector<std::string> newer_field(const google::protobuf::Message& m, int number) {
+  std::vector<std::string> out;
+  const auto& unknown = m.GetReflection()->GetUnknownFields(m);
+  for (int i = 0; i < unknown.field_count(); ++i)
+    if (unknown.field(i).number() == number && unknown.field(i).type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      out.push_back(unknown.field(i).length_delimited());
+  return out;
+}
+
+std::string newer_text(const google::protobuf::Message& m, int number) {
+  const auto all = newer_field(m, number);
+  return all.empty() ? std::string() : all.back();
+}
+
+// --- model-local functions, inlined ---
+
+// A node to plan with the default domain's opset it was written for: the graph's own, or one
+// of an inlined function's body.
+struct Flat {
+  ::onnx::NodeProto node;
+  int opset;
+};
+
+struct Functions {
+  std::map<std::string, const ::onnx::FunctionProto*> by_key;  // domain, name and overload
+  static std::string key(const std::string& domain, const std::string& name, const std::string& overload) {
+    return domain + '\n' + name + '\n' + overload;
+  }
+  const ::onnx::FunctionProto* find(const ::onnx::NodeProto& n) const {
+    const auto it = by_key.find(key(n.domain(), n.op_type(), newer_text(n, 8)));
+    return it == by_key.end() ? nullptr : it->second;
+  }
+};
+
+// Appends `n` to `out`, a call of a model-local function replaced by the function's body: its
+// formal inputs and outputs renamed to the call's, its own values given names of their own
+// ("<call>/<name>"), attribute references resolved from the call (else the function's defaults).
+void flatten(const ::onnx::NodeProto& n, int opset, const Functions& functions, const Loader& l, int depth,
+             std::vector<Flat>& out) {
+  const ::onnx::FunctionProto* f = functions.find(n);
+  if (!f) {
+    out.push_back({n, opset});
+    return;
+  }
+  const std::string where = Loader::node_str(n, static_cast<int>(out.size()));
+  if (depth >= 32) l.bad(where, ": model-local functions nested 32 deep (a function that calls itself?)");
+  if (n.input_size() > f->input_size() || n.output_size() > f->output_size())
+    l.bad(where, " has ", n.input_size(), " inputs and ", n.output_size(), " outputs; its function '", f->name(), "' takes ",
+          f->input_size(), " and gives ", f->output_size());
+  const std::string prefix = (n.name().empty() ? n.op_type() + "_" + std::to_string(out.size()) : n.name()) + "/";
+  std::unordered_map<std::string, std::string> rename;
+  for (int i = 0; i < f->input_size(); ++i) rename[f->input(i)] = i < n.input_size() ? n.input(i) : std::string();
+  for (int i = 0; i < f->output_size(); ++i)
+    rename[f->output(i)] = i < n.output_size() && !n.output(i).empty() ? n.output(i) : prefix + f->output(i);
+  std::map<std::string, ::onnx::AttributeProto> given;
+  for (const std::string& bytes : newer_field(*f, 11)) {
+    ::onnx::AttributeProto a;
+    if (!a.ParseFromString(bytes)) l.bad(where, ": its function '", f->name(), "' has a malformed attribute default");
+    given[a.name()] = a;
+  }
+  for (const auto& a : n.attribute()) given[a.name()] = a;
+  const int inner_opset = default_opset(f->opset_import(), opset);
+  for (const auto& body : f->node()) {
+    ::onnx::NodeProto copy = body;
+    copy.set_name(prefix + (body.name().empty() ? body.op_type() : body.name()));
+    for (auto& name : *copy.mutable_input()) {
+      const auto it = rename.find(name);
+      if (!name.empty()) name = it != rename.end() ? it->second : prefix + name;
+    }
+    for (auto& name : *copy.mutable_output()) {
+      const auto it = rename.find(name);
+      if (!name.empty()) name = it != rename.end() ? it->second : prefix + name;
+    }
+    copy.clear_attribute();
+    for (const auto& a : body.attribute()) {
+      if (a.ref_attr_name().empty()) {
+        *copy.add_attribute() = a;
+        continue;
+      }
+      const auto it = given.find(a.ref_attr_name());
+      if (it == given.end()) continue;  // neither given nor defaulted: the operator's own default
+      auto* resolved = copy.add_attribute();
+      *resolved = it->second;
+      resolved->set_name(a.name());
+    }
+    flatten(copy, inner_opset, functions, l, depth + 1, out);
+  }
 }
 
 // Registers each float initializer as a parameter under its ONNX name: "a.b.c" is the parameter
@@ -253,9 +407,18 @@ Model load(const std::string& path, const Device& device) {
   graph->device = device;
   graph->proto = proto;
   graph->seed = nn::next_seed();
-  graph->opset = default_opset(*proto, l);
-  if (graph->opset < 13 || graph->opset > 17)
-    l.bad("the model's opset is ", graph->opset, "; kten imports opsets 13 to 17 (torch.onnx.export(..., opset_version=17))");
+  // IR 3 (ONNX 1.0) to 11 (onnx 1.18 and later); opsets 13 (PyTorch 1.8) to 23 (onnx 1.18).
+  if (proto->ir_version() < 3 || proto->ir_version() > 11)
+    l.bad("the model's IR version is ", proto->ir_version(), "; kten reads IR versions 3 to 11");
+  std::set<std::string> imported;
+  for (const auto& o : proto->opset_import())
+    if (!imported.insert(default_domain(o.domain()) ? std::string() : o.domain()).second)
+      l.bad("the model imports the domain '", o.domain(), "' twice");
+  graph->opset = default_opset(proto->opset_import(), 0);
+  if (graph->opset == 0) l.bad("the model imports no opset of the default ONNX domain");
+  if (graph->opset < kFirstOpset || graph->opset > kLastOpset)
+    l.bad("the model's opset is ", graph->opset, "; kten imports opsets ", kFirstOpset, " to ", kLastOpset);
+  check_fields(*proto, "the model", l);
 
   // Values: initializers, graph inputs, node outputs, each defined once.
   std::unordered_map<std::string, int> index;
@@ -280,24 +443,36 @@ Model load(const std::string& path, const Device& device) {
     if (!input.type().has_tensor_type()) l.bad(what, " is not a tensor");
     DType dtype;
     if (!kten_dtype(input.type().tensor_type().elem_type(), dtype))
-      l.bad(what, " has ONNX element type ", input.type().tensor_type().elem_type(), ", which kten does not support (float, double, int64, bool)");
+      l.bad(what, " has ONNX element type ", input.type().tensor_type().elem_type(), " (",
+            onnx_type_name(input.type().tensor_type().elem_type()), "), which kten does not support (float, double, int64, bool)");
     Shape shape;
     for (const auto& d : input.type().tensor_type().shape().dim()) shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
     graph->inputs.push_back(Input{define(input.name(), Source::input, what), dtype, shape});
   }
 
+  // Model-local functions (PyTorch's dynamo exporter, export_modules_as_functions) are inlined.
+  Functions functions;
+  for (const auto& f : proto->functions()) {
+    const std::string overload = newer_text(f, 13);
+    if (!functions.by_key.emplace(Functions::key(f.domain(), f.name(), overload), &f).second)
+      l.bad("the model defines the function '", f.domain(), ".", f.name(), overload.empty() ? "" : ":" + overload, "' twice");
+  }
+  std::vector<Flat> flat;
+  for (const auto& n : g.node()) flatten(n, graph->opset, functions, l, 0, flat);
+
   // Nodes: supported, well-formed, every input defined somewhere.
   std::vector<Node> nodes;
   std::vector<std::vector<std::string>> input_names;
-  for (int k = 0; k < g.node_size(); ++k) {
-    const auto& n = g.node(k);
+  for (int k = 0; k < static_cast<int>(flat.size()); ++k) {
+    const auto& n = flat[k].node;
+    const int opset = flat[k].opset;
     const std::string where = Loader::node_str(n, k);
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
-      l.bad(where, " is in the domain '", n.domain(), "', which kten does not support (only ONNX's default domain)");
+    if (!default_domain(n.domain()))
+      l.bad(where, " is in the domain '", n.domain(), "', which kten does not support (only ONNX's default domain and the model's own functions)");
     const OpImpl* impl = find_impl(n.op_type());
     if (!impl) l.bad(where, ": the operator '", n.op_type(), "' is not supported (kten-info lists those that are)");
-    if (graph->opset < impl->first_opset || graph->opset > impl->last_opset)
-      l.bad(where, ": '", n.op_type(), "' is supported at opsets ", impl->first_opset, " to ", impl->last_opset, ", not ", graph->opset);
+    if (opset < impl->first_opset || opset > impl->last_opset)
+      l.bad(where, ": '", n.op_type(), "' is supported at opsets ", impl->first_opset, " to ", impl->last_opset, ", not ", opset);
     int given = n.input_size();
     while (given > 0 && n.input(given - 1).empty()) --given;  // trailing optional inputs left out
     if (given < impl->min_inputs || given > impl->max_inputs)
@@ -307,8 +482,13 @@ Model load(const std::string& path, const Device& device) {
     Node node;
     node.name = n.name().empty() ? n.op_type() + "_" + std::to_string(k) : n.name();
     node.op_type = n.op_type();
+    node.opset = opset;
     node.impl = impl;
-    for (const auto& a : n.attribute()) node.attributes[a.name()] = l.attribute_of(a, where);
+    for (const auto& a : n.attribute()) {
+      if (a.name().empty()) l.bad(where, " has an attribute without a name");
+      if (!node.attributes.emplace(a.name(), l.attribute_of(a, where)).second)
+        l.bad(where, " sets the attribute '", a.name(), "' twice");
+    }
     input_names.emplace_back(n.input().begin(), n.input().begin() + given);
     for (const auto& out : n.output()) node.outputs.push_back(out.empty() ? -1 : define(out, Source::device, where));
     nodes.push_back(std::move(node));
@@ -321,7 +501,7 @@ Model load(const std::string& path, const Device& device) {
       }
       const auto it = index.find(name);
       if (it == index.end())
-        l.bad(Loader::node_str(g.node(static_cast<int>(k)), static_cast<int>(k)), " reads '", name,
+        l.bad(Loader::node_str(flat[k].node, static_cast<int>(k)), " reads '", name,
               "', which no graph input, initializer or node defines");
       nodes[k].inputs.push_back(it->second);
     }
@@ -381,14 +561,18 @@ Model load(const std::string& path, const Device& device) {
   if (order.size() != nodes.size()) {
     std::size_t k = 0;
     while (waiting[k] == 0) ++k;
-    l.bad(Loader::node_str(g.node(static_cast<int>(k)), static_cast<int>(k)), " is on a cycle: its inputs depend on its own output");
+    l.bad(Loader::node_str(flat[k].node, static_cast<int>(k)), " is on a cycle: its inputs depend on its own output");
   }
 
-  // ONNX's checker, now that kten's own checks have named what they can.
-  try {
-    ::onnx::checker::check_model(path);  // the path form finds external data beside the model
-  } catch (const std::exception& e) {
-    l.bad("the ONNX checker rejects the model: ", e.what());
+  // ONNX's checker, now that kten's own checks have named what they can, where it can judge the
+  // model: Debian 12's onnx 1.12 knows IR 8 and opset 17 at most, and refuses anything newer
+  // whatever its merit. Newer models rest on kten's own checks (above, and each op's at load).
+  if (proto->ir_version() <= 8 && graph->opset <= 17 && proto->functions_size() == 0) {
+    try {
+      ::onnx::checker::check_model(path);  // the path form finds external data beside the model
+    } catch (const std::exception& e) {
+      l.bad("the ONNX checker rejects the model: ", e.what());
+    }
   }
 
   // Plan: fold constants on the host, place the rest, note last uses.
@@ -403,7 +587,7 @@ Model load(const std::string& path, const Device& device) {
     if (n.op_type == "BatchNormalization") {
       // Training mode: the training_mode attribute from opset 14, the running statistics' outputs before.
       const auto mode = n.attributes.find("training_mode");
-      if ((mode != n.attributes.end() && mode->second.i != 0) || (graph->opset < 14 && n.outputs.size() > 1))
+      if ((mode != n.attributes.end() && mode->second.i != 0) || (n.opset < 14 && n.outputs.size() > 1))
         graph->trained_export = true;
     }
     bool all_constant = true, all_host = !n.inputs.empty();

@@ -6,6 +6,7 @@
 // computations) goes through float64, exact below 2^53, since kten's arithmetic is floating.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string_view>
 #include <unordered_map>
@@ -26,6 +27,8 @@ namespace kten::onnx::detail {
 using kten::detail::fail;
 
 // --- Call's helpers ----------------------------------------------------------------------------
+
+int Call::opset() const { return node.opset; }
 
 std::string Call::where() const { return "node '" + node.name + "' (" + node.op_type + ")"; }
 
@@ -194,21 +197,75 @@ Outs layer_normalization(Call& c) {
                      weight.dtype(), " and ", bias.dtype());
   if (bias.numel() != features || weight.device() != x.device() || bias.device() != x.device())
     fail<ShapeError>("onnx", c.where(), ": B has shape ", bias.shape(), " for ", features, " normalised elements (or another device)");
-  return {kten::detail::layer_norm(x.reshape(outer), weight, bias, eps).reshape(x.shape())};
+  const Tensor flat = x.reshape(outer);
+  const Tensor y = kten::detail::layer_norm(flat, weight, bias, eps).reshape(x.shape());
+  if (c.node.outputs.size() < 2) return {y};
+  // Mean and InvStdDev (training graphs read them): X's shape with the normalised axes of extent 1.
+  Shape stats(x.shape().begin(), x.shape().begin() + axis);
+  stats.resize(static_cast<std::size_t>(x.ndim()), 1);
+  const int last = static_cast<int>(outer.size()) - 1;
+  const Tensor mu = mean(flat, {last}, true);
+  const Tensor centred = flat - mu;
+  const Tensor inv_std = 1.0 / sqrt(mean(centred * centred, {last}, true) + eps);
+  return {y, mu.reshape(stats), inv_std.reshape(stats)};
 }
+
 
 // --- reductions ---
 
+// ONNX: an axis named twice (-1 and rank - 1 included) is an error, never one axis squeezed twice.
+void refuse_repeated_axes(const Call& c, const std::vector<int>& sorted) {
+  const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+  if (twice != sorted.end()) fail<ShapeError>("onnx", c.where(), ": axis ", *twice, " is named more than once");
+}
+
+// ReduceSum takes its axes as an input from opset 13, the others from opset 18 (an attribute before).
 Outs reduce(Call& c) {
   const Tensor& x = c.at(0);
-  std::vector<std::int64_t> axes = c.node.op_type == "ReduceSum" ? (c.has(1) ? c.ints(1) : std::vector<std::int64_t>{})
-                                                                  : c.attr_ints("axes");
+  const std::string& type = c.node.op_type;
+  const bool axes_input = type == "ReduceSum" || c.opset() >= 18;
+  if (axes_input && c.attr("axes"))
+    fail<FormatError>("onnx", c.where(), ": at opset ", c.opset(), " the axes are an input, not an attribute");
+  if (!axes_input && c.has(1))
+    fail<FormatError>("onnx", c.where(), ": at opset ", c.opset(), " the axes are an attribute, not an input (an input from opset 18)");
+  const std::vector<std::int64_t> axes = axes_input ? (c.has(1) ? c.ints(1) : std::vector<std::int64_t>{}) : c.attr_ints("axes");
   if (axes.empty() && c.attr_int("noop_with_empty_axes", 0) != 0) return {x};
-  std::vector<std::int64_t> normal;
+  std::vector<int> normal;
   for (std::int64_t a : axes) normal.push_back(axis_in(c, a, x.ndim()));
-  ops::OpAttrs attrs = ops::OpAttrs::of_ints(normal, c.attr_int("keepdims", 1) != 0);
-  const char* name = c.node.op_type == "ReduceSum" ? "sum_axes" : c.node.op_type == "ReduceMean" ? "mean_axes" : "max_axes";
-  return {numeric({x}, [&](const std::vector<Tensor>& v) { return op(name, v, attrs); })};
+  if (normal.empty())  // no axes: every axis
+    for (int a = 0; a < x.ndim(); ++a) normal.push_back(a);
+  std::sort(normal.begin(), normal.end());
+  refuse_repeated_axes(c, normal);
+  const bool keep = c.attr_int("keepdims", 1) != 0;
+  const ops::OpAttrs attrs = ops::OpAttrs::of_ints(std::vector<std::int64_t>(normal.begin(), normal.end()), keep);
+  const auto registered = [&](const char* name, const Tensor& v) {
+    return numeric({v}, [&](const std::vector<Tensor>& w) { return op(name, w, attrs); });
+  };
+  if (type == "ReduceSum") return {registered("sum_axes", x)};
+  if (type == "ReduceMean") return {registered("mean_axes", x)};
+  if (type == "ReduceMax") return {registered("max_axes", x)};
+  if (type == "ReduceMin") return {registered("min_axes", x)};
+  if (type == "ReduceL2") return {registered("norm_axes", x)};
+  if (type == "ReduceL1") return {registered("sum_axes", abs(x))};
+  if (type == "ReduceSumSquare") return {registered("sum_axes", x * x)};
+  if (type == "ReduceLogSum") return {log(registered("sum_axes", x))};
+  // ReduceLogSumExp: the reduced axes moved last and merged into one, for kten's one-axis logsumexp.
+  std::vector<int> order;
+  Shape kept;
+  for (int a = 0; a < x.ndim(); ++a)
+    if (!std::binary_search(normal.begin(), normal.end(), a)) {
+      order.push_back(a);
+      kept.push_back(x.size(a));
+    }
+  order.insert(order.end(), normal.begin(), normal.end());
+  Shape merged = kept;
+  merged.push_back(-1);
+  if (x.numel() == 0) fail<ShapeError>("onnx", c.where(), ": a log-sum-exp over no elements");
+  Tensor y = logsumexp(x.permute(order).reshape(merged), static_cast<int>(kept.size()), false);
+  if (!keep) return {y};
+  Shape shape = x.shape();
+  for (int a : normal) shape[static_cast<std::size_t>(a)] = 1;
+  return {y.reshape(shape)};
 }
 
 // --- shapes and views ---
@@ -224,6 +281,16 @@ Outs split(Call& c) {
   const int axis = axis_in(c, c.attr_int("axis", 0), x.ndim());
   const std::size_t n = c.node.outputs.size();
   std::vector<std::int64_t> sizes = c.has(1) ? c.ints(1) : c.attr_ints("split");
+  if (const Attribute* parts = c.attr("num_outputs")) {  // opset 18: chunks of ceil(extent / n), the last smaller
+    if (c.opset() < 18) fail<FormatError>("onnx", c.where(), ": num_outputs is an attribute from opset 18, not ", c.opset());
+    if (c.has(1)) fail<FormatError>("onnx", c.where(), ": both split and num_outputs are given");
+    if (parts->kind != Attribute::integer || parts->i != static_cast<std::int64_t>(n))
+      fail<FormatError>("onnx", c.where(), ": num_outputs must be the node's ", n, " outputs");
+    const std::int64_t chunk = (x.size(axis) + parts->i - 1) / parts->i;
+    for (std::int64_t left = x.size(axis); left > 0; left -= chunk) sizes.push_back(std::min(chunk, left));
+    if (sizes.size() != n)
+      fail<ShapeError>("onnx", c.where(), ": extent ", x.size(axis), " does not split into ", n, " chunks of ", chunk);
+  }
   if (sizes.empty()) {
     if (x.size(axis) % static_cast<std::int64_t>(n) != 0)
       fail<ShapeError>("onnx", c.where(), ": extent ", x.size(axis), " does not split into ", n, " equal parts");
@@ -310,12 +377,6 @@ Outs transpose_op(Call& c) {
   if (perm.empty())
     for (int i = x.ndim() - 1; i >= 0; --i) perm.push_back(i);
   return {op("Tensor::permute", {x}, ops::OpAttrs::of_ints(perm))};
-}
-
-// ONNX: an axis named twice (-1 and rank - 1 included) is an error, never one axis squeezed twice.
-void refuse_repeated_axes(const Call& c, const std::vector<int>& sorted) {
-  const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
-  if (twice != sorted.end()) fail<ShapeError>("onnx", c.where(), ": axis ", *twice, " is named more than once");
 }
 
 Outs squeeze(Call& c) {
@@ -645,6 +706,10 @@ Outs max_pool(Call& c) {
 
 void check_average_pool(const Node& n) {
   check_window(n);
+  const auto dilations = n.attributes.find("dilations");  // an attribute from opset 19
+  if (dilations != n.attributes.end())
+    for (std::int64_t d : dilations->second.ints)
+      if (d != 1) refuse(n, "a dilation of " + std::to_string(d));
   const auto it = n.attributes.find("pads");
   if (it != n.attributes.end()) {
     const std::vector<std::int64_t>& p = it->second.ints;
@@ -673,12 +738,30 @@ Outs global_average_pool(Call& c) {
 
 void check_pad(const Node& n) {
   const std::string mode = node_text(n, "mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") refuse(n, "mode " + mode + " (constant, reflect, edge)");
+  if (mode == "wrap" && n.opset < 19) invalid(n, "mode wrap is an opset-19 mode, not of opset " + std::to_string(n.opset));
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    refuse(n, "mode " + mode + " (constant, reflect, edge, wrap)");
 }
 
 Outs pad_op(Call& c) {
   const Tensor& x = c.at(0);
-  const std::vector<std::int64_t> pads = c.ints(1);
+  std::vector<std::int64_t> pads = c.ints(1);
+  if (c.has(3)) {  // opset 18: the pads are for these axes only, the others unpadded
+    if (c.opset() < 18) fail<FormatError>("onnx", c.where(), ": axes is an input from opset 18, not ", c.opset());
+    std::vector<int> axes;
+    for (std::int64_t a : c.ints(3)) axes.push_back(axis_in(c, a, x.ndim()));
+    if (pads.size() != 2 * axes.size())
+      fail<ShapeError>("onnx", c.where(), ": pads holds ", pads.size(), " values for ", axes.size(), " axes");
+    std::vector<int> sorted = axes;
+    std::sort(sorted.begin(), sorted.end());
+    refuse_repeated_axes(c, sorted);
+    std::vector<std::int64_t> all(2 * static_cast<std::size_t>(x.ndim()), 0);
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      all[static_cast<std::size_t>(axes[i])] = pads[i];
+      all[static_cast<std::size_t>(axes[i] + x.ndim())] = pads[i + axes.size()];
+    }
+    pads = all;
+  }
   if (pads.size() != 2 * static_cast<std::size_t>(x.ndim()))
     fail<ShapeError>("onnx", c.where(), ": pads holds ", pads.size(), " values for a rank-", x.ndim(), " input");
   if (std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p < 0; }))
@@ -694,6 +777,7 @@ Outs pad_op(Call& c) {
   if (begin.empty()) return {x};
   const nn::PaddingMode m = mode == "reflect" ? nn::PaddingMode::reflect
                             : mode == "edge"  ? nn::PaddingMode::replicate
+                            : mode == "wrap"  ? nn::PaddingMode::circular
                                               : nn::PaddingMode::zeros;
   return {pad(x, torch_pads(begin, end), m, value)};
 }
@@ -712,6 +796,33 @@ void check_resize(const Node& n) {
     refuse(n, "mode " + mode + " (nearest, linear)");
   }
   if (node_int(n, "exclude_outside", 0) != 0) refuse(n, "exclude_outside 1");
+  // Opset 18's: antialias (only 0, PyTorch's interpolate), keep_aspect_ratio_policy (only stretch,
+  // sizes as given), axes (scales or sizes for those axes only).
+  if (node_int(n, "antialias", 0) != 0) refuse(n, "antialias 1");
+  const std::string policy = node_text(n, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch") refuse(n, "keep_aspect_ratio_policy " + policy + " (stretch)");
+  if (n.opset < 18)
+    for (const char* newer : {"antialias", "keep_aspect_ratio_policy", "axes"})
+      if (n.attributes.count(newer)) invalid(n, std::string(newer) + " is an attribute from opset 18, not " + std::to_string(n.opset));
+}
+
+// Resize's scales or sizes over every axis: opset 18's `axes` give them for those axes only, the
+// others keep theirs (`unit`: 1 for scales, the extent for sizes).
+template <class T>
+std::vector<T> every_axis(const Call& c, const Tensor& x, std::vector<T> given, const std::function<T(int)>& unit) {
+  const Attribute* a = c.attr("axes");
+  if (!a) return given;
+  std::vector<int> axes;
+  for (std::int64_t v : a->ints) axes.push_back(axis_in(c, v, x.ndim()));
+  std::vector<int> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  refuse_repeated_axes(c, sorted);
+  if (given.size() != axes.size())
+    fail<FormatError>("onnx", c.where(), ": ", given.size(), " scales or sizes for ", axes.size(), " axes");
+  std::vector<T> all;
+  for (int i = 0; i < x.ndim(); ++i) all.push_back(unit(i));
+  for (std::size_t i = 0; i < axes.size(); ++i) all[static_cast<std::size_t>(axes[i])] = given[i];
+  return all;
 }
 
 Outs resize(Call& c) {
@@ -728,12 +839,13 @@ Outs resize(Call& c) {
     std::vector<double> scales(static_cast<std::size_t>(given.numel()));
     if (!given.device().is_cpu()) scales = given.astype(float64).to_vector<double>();
     else kten::detail::read_cpu_values(given.astype(float64), scales.data(), float64, scales.size());
+    scales = every_axis<double>(c, x, scales, [](int) { return 1.0; });
     if (scales.size() != static_cast<std::size_t>(x.ndim()) || scales[0] != 1 || scales[1] != 1)
       fail<FormatError>("onnx", c.where(), ": scales must hold one per axis, 1 for the batch and channel axes");
     return {interpolate(x, std::vector<double>(scales.begin() + 2, scales.end()), mode, corners)};
   }
   if (!c.has(3)) fail<FormatError>("onnx", c.where(), ": neither scales nor sizes is given");
-  const std::vector<std::int64_t> sizes = c.ints(3);
+  const std::vector<std::int64_t> sizes = every_axis<std::int64_t>(c, x, c.ints(3), [&](int i) { return x.size(i); });
   if (sizes.size() != static_cast<std::size_t>(x.ndim()) || sizes[0] != x.size(0) || sizes[1] != x.size(1))
     fail<FormatError>("onnx", c.where(), ": sizes must hold one per axis, the batch and channel axes' own extents");
   return {interpolate(x, Shape(sizes.begin() + 2, sizes.end()), mode, corners)};
@@ -751,6 +863,61 @@ Outs batch_normalization(Call& c) {
 
 Outs instance_normalization(Call& c) {
   return {instance_norm(c.at(0), {}, {}, c.at(1), c.at(2), true, 0.1, c.attr_real("epsilon", 1e-5))};
+}
+
+// The precision LayerNormalization, GroupNormalization (21) and RMSNormalization compute in:
+// float (1, the default) or double (11); kten computes in the input's own.
+void check_stash_type(const Node& n) {
+  const std::int64_t stash = node_int(n, "stash_type", 1);
+  if (stash != 1 && stash != 11) refuse(n, "stash_type " + std::to_string(stash) + " (1, 11)");
+}
+
+// ONNX Gelu (opset 20): exact, or the tanh approximation PyTorch's gelu(approximate='tanh') is.
+void check_gelu(const Node& n) {
+  const std::string approximate = node_text(n, "approximate", "none");
+  if (approximate != "none" && approximate != "tanh") invalid(n, "approximate '" + approximate + "' (none, tanh)");
+}
+
+Outs gelu_op(Call& c) {
+  const Tensor& x = c.at(0);
+  if (node_text(c.node, "approximate", "none") == "none") return {op("gelu", {x})};
+  const double k = std::sqrt(2.0 / 3.14159265358979323846);
+  return {x * 0.5 * (1.0 + tanh((x + x * x * x * 0.044715) * k))};
+}
+
+// GroupNormalization: opset 18 scales and shifts per group, opset 21 per channel (PyTorch's).
+void check_group_norm(const Node& n) {
+  check_stash_type(n);
+  const auto groups = n.attributes.find("num_groups");
+  if (groups == n.attributes.end() || groups->second.kind != Attribute::integer || groups->second.i < 1)
+    invalid(n, "attribute 'num_groups' must be given, an integer of at least 1");
+}
+
+Outs group_normalization(Call& c) {
+  const Tensor& x = c.at(0);
+  const std::int64_t groups = c.attr_int("num_groups", 1);
+  if (x.ndim() < 2 || x.size(1) % groups != 0)
+    fail<ShapeError>("onnx", c.where(), ": ", groups, " groups do not divide the channels of ", x.shape());
+  Tensor scale = c.at(1), bias = c.at(2);
+  if (c.opset() < 21) {  // one value per group, repeated over its channels
+    if (scale.numel() != groups || bias.numel() != groups)
+      fail<ShapeError>("onnx", c.where(), ": at opset ", c.opset(), " scale and bias hold one value per group (", groups,
+                       "), not ", scale.shape(), " and ", bias.shape());
+    const Shape per_channel{groups, x.size(1) / groups};
+    scale = scale.reshape({groups, 1}).expand(per_channel).reshape({x.size(1)});
+    bias = bias.reshape({groups, 1}).expand(per_channel).reshape({x.size(1)});
+  }
+  return {group_norm(x, groups, scale, bias, c.attr_real("epsilon", 1e-5))};
+}
+
+// RMSNormalization (opset 23): X / sqrt(mean of X^2 over the axes from `axis` + epsilon) * scale.
+Outs rms_normalization(Call& c) {
+  const Tensor& x = c.at(0);
+  const int axis = axis_in(c, c.attr_int("axis", -1), x.ndim());
+  std::vector<int> axes;
+  for (int a = axis; a < x.ndim(); ++a) axes.push_back(a);
+  if (!is_floating(x.dtype())) fail<DTypeError>("onnx", c.where(), ": X must be float, not ", x.dtype());
+  return {x / sqrt(mean(x * x, axes, true) + c.attr_real("epsilon", 1e-5)) * c.at(1)};
 }
 
 // --- graphs: gathers and scatters along an axis (message passing) ---
@@ -788,72 +955,75 @@ void check_cast(const Node& n) {
                       it == n.attributes.end() ? -1 : it->second.i, " is not supported (float, double, int64, bool)");
 }
 
-void check_layer_norm(const Node& n) {
-  for (std::size_t i = 1; i < n.outputs.size(); ++i)
-    if (n.outputs[i] >= 0)
-      fail<FormatError>("onnx", "node '", n.name, "' (LayerNormalization): its Mean and InvStdDev outputs are not supported");
-}
-
 }  // namespace
 
 const std::vector<OpImpl>& op_table() {
   static const std::vector<OpImpl> table = {
-      {"Abs", 13, 17, 1, 1, 1, true, unary<k_abs>, nullptr},
-      {"Add", 13, 17, 2, 2, 1, true, binary<k_add>, nullptr},
-      {"AveragePool", 13, 17, 1, 1, 1, true, average_pool, check_average_pool},
-      {"BatchNormalization", 13, 17, 5, 5, 5, false, batch_normalization, nullptr},
-      {"Cast", 13, 17, 1, 1, 1, true, cast, check_cast},
-      {"Concat", 13, 17, 1, 1 << 20, 1, true, concat, nullptr},
-      {"Constant", 13, 17, 0, 0, 1, true, constant, nullptr},
-      {"ConstantOfShape", 13, 17, 1, 1, 1, true, constant_of_shape, check_constant_of_shape, 0b1},
-      {"Conv", 13, 17, 2, 3, 1, true, conv, check_conv},
-      {"ConvTranspose", 13, 17, 2, 3, 1, true, conv_transpose, check_conv_transpose},
-      {"Cos", 13, 17, 1, 1, 1, true, unary<k_cos>, nullptr},
-      {"Div", 13, 17, 2, 2, 1, true, binary<k_div>, nullptr},
-      {"Dropout", 13, 17, 1, 3, 2, false, dropout_op, nullptr, 0b110},
-      {"Equal", 13, 17, 2, 2, 1, true, equal, nullptr},
-      {"Erf", 13, 17, 1, 1, 1, true, unary<k_erf>, nullptr},
-      {"Exp", 13, 17, 1, 1, 1, true, unary<k_exp>, nullptr},
-      {"Expand", 13, 17, 2, 2, 1, true, expand, nullptr, 0b10},
-      {"Flatten", 13, 17, 1, 1, 1, true, flatten, nullptr},
-      {"Gather", 13, 17, 2, 2, 1, true, gather_op, nullptr, 0b10},
-      {"GatherElements", 13, 17, 2, 2, 1, true, gather_elements, nullptr},
-      {"Gemm", 13, 17, 2, 3, 1, true, gemm, nullptr},
-      {"GlobalAveragePool", 13, 17, 1, 1, 1, true, global_average_pool, nullptr},
-      {"Identity", 13, 17, 1, 1, 1, true, identity, nullptr},
-      {"InstanceNormalization", 13, 17, 3, 3, 1, true, instance_normalization, nullptr},
-      {"LayerNormalization", 17, 17, 2, 3, 3, true, layer_normalization, check_layer_norm},
-      {"LeakyRelu", 13, 17, 1, 1, 1, true, leaky_relu, nullptr},
-      {"Log", 13, 17, 1, 1, 1, true, unary<k_log>, nullptr},
-      {"LogSoftmax", 13, 17, 1, 1, 1, true, softmax_op, nullptr},
-      {"MatMul", 13, 17, 2, 2, 1, true, matmul_op, nullptr},
-      {"MaxPool", 13, 17, 1, 1, 2, true, max_pool, check_max_pool},
-      {"Mul", 13, 17, 2, 2, 1, true, binary<k_mul>, nullptr},
-      {"Neg", 13, 17, 1, 1, 1, true, unary<k_neg>, nullptr},
-      {"Pad", 13, 17, 2, 3, 1, true, pad_op, check_pad, 0b110},
-      {"Pow", 13, 17, 2, 2, 1, true, pow_op, nullptr},
-      {"Range", 13, 17, 3, 3, 1, true, range, nullptr, 0b111},
-      {"ReduceMax", 13, 17, 1, 1, 1, true, reduce, nullptr},
-      {"ReduceMean", 13, 17, 1, 1, 1, true, reduce, nullptr},
-      {"ReduceSum", 13, 17, 1, 2, 1, true, reduce, nullptr, 0b10},
-      {"Relu", 13, 17, 1, 1, 1, true, unary<k_relu>, nullptr},
-      {"Reshape", 13, 17, 2, 2, 1, true, reshape, nullptr, 0b10},
-      {"Resize", 13, 17, 1, 4, 1, true, resize, check_resize, 0b1110},
-      {"ScatterElements", 13, 17, 3, 3, 1, true, scatter_elements, check_scatter_elements},
-      {"Shape", 13, 17, 1, 1, 1, true, shape_op, nullptr},
-      {"Sigmoid", 13, 17, 1, 1, 1, true, unary<k_sigmoid>, nullptr},
-      {"Sin", 13, 17, 1, 1, 1, true, unary<k_sin>, nullptr},
-      {"Slice", 13, 17, 3, 5, 1, true, slice, nullptr, 0b11110},
-      {"Softmax", 13, 17, 1, 1, 1, true, softmax_op, nullptr},
-      {"Softplus", 13, 17, 1, 1, 1, true, softplus_op, nullptr},
-      {"Split", 13, 17, 1, 2, 1 << 20, true, split, nullptr, 0b10},
-      {"Sqrt", 13, 17, 1, 1, 1, true, unary<k_sqrt>, nullptr},
-      {"Squeeze", 13, 17, 1, 2, 1, true, squeeze, nullptr, 0b10},
-      {"Sub", 13, 17, 2, 2, 1, true, binary<k_sub>, nullptr},
-      {"Tanh", 13, 17, 1, 1, 1, true, unary<k_tanh>, nullptr},
-      {"Transpose", 13, 17, 1, 1, 1, true, transpose_op, nullptr},
-      {"Unsqueeze", 13, 17, 2, 2, 1, true, unsqueeze, nullptr, 0b10},
-      {"Where", 13, 17, 3, 3, 1, true, where_op, nullptr},
+      {"Abs", 13, kLastOpset, 1, 1, 1, true, unary<k_abs>, nullptr},
+      {"Add", 13, kLastOpset, 2, 2, 1, true, binary<k_add>, nullptr},
+      {"AveragePool", 13, kLastOpset, 1, 1, 1, true, average_pool, check_average_pool},
+      {"BatchNormalization", 13, kLastOpset, 5, 5, 5, false, batch_normalization, nullptr},
+      {"Cast", 13, kLastOpset, 1, 1, 1, true, cast, check_cast},
+      {"Concat", 13, kLastOpset, 1, 1 << 20, 1, true, concat, nullptr},
+      {"Constant", 13, kLastOpset, 0, 0, 1, true, constant, nullptr},
+      {"ConstantOfShape", 13, kLastOpset, 1, 1, 1, true, constant_of_shape, check_constant_of_shape, 0b1},
+      {"Conv", 13, kLastOpset, 2, 3, 1, true, conv, check_conv},
+      {"ConvTranspose", 13, kLastOpset, 2, 3, 1, true, conv_transpose, check_conv_transpose},
+      {"Cos", 13, kLastOpset, 1, 1, 1, true, unary<k_cos>, nullptr},
+      {"Div", 13, kLastOpset, 2, 2, 1, true, binary<k_div>, nullptr},
+      {"Dropout", 13, kLastOpset, 1, 3, 2, false, dropout_op, nullptr, 0b110},
+      {"Equal", 13, kLastOpset, 2, 2, 1, true, equal, nullptr},
+      {"Erf", 13, kLastOpset, 1, 1, 1, true, unary<k_erf>, nullptr},
+      {"Exp", 13, kLastOpset, 1, 1, 1, true, unary<k_exp>, nullptr},
+      {"Expand", 13, kLastOpset, 2, 2, 1, true, expand, nullptr, 0b10},
+      {"Flatten", 13, kLastOpset, 1, 1, 1, true, flatten, nullptr},
+      {"Gather", 13, kLastOpset, 2, 2, 1, true, gather_op, nullptr, 0b10},
+      {"GatherElements", 13, kLastOpset, 2, 2, 1, true, gather_elements, nullptr},
+      {"Gemm", 13, kLastOpset, 2, 3, 1, true, gemm, nullptr},
+      {"Gelu", 20, kLastOpset, 1, 1, 1, true, gelu_op, check_gelu},
+      {"GlobalAveragePool", 13, kLastOpset, 1, 1, 1, true, global_average_pool, nullptr},
+      {"GroupNormalization", 18, kLastOpset, 3, 3, 1, true, group_normalization, check_group_norm},
+      {"Identity", 13, kLastOpset, 1, 1, 1, true, identity, nullptr},
+      {"InstanceNormalization", 13, kLastOpset, 3, 3, 1, true, instance_normalization, nullptr},
+      {"LayerNormalization", 17, kLastOpset, 2, 3, 3, true, layer_normalization, check_stash_type},
+      {"LeakyRelu", 13, kLastOpset, 1, 1, 1, true, leaky_relu, nullptr},
+      {"Log", 13, kLastOpset, 1, 1, 1, true, unary<k_log>, nullptr},
+      {"LogSoftmax", 13, kLastOpset, 1, 1, 1, true, softmax_op, nullptr},
+      {"MatMul", 13, kLastOpset, 2, 2, 1, true, matmul_op, nullptr},
+      {"MaxPool", 13, kLastOpset, 1, 1, 2, true, max_pool, check_max_pool},
+      {"Mul", 13, kLastOpset, 2, 2, 1, true, binary<k_mul>, nullptr},
+      {"Neg", 13, kLastOpset, 1, 1, 1, true, unary<k_neg>, nullptr},
+      {"Pad", 13, kLastOpset, 2, 4, 1, true, pad_op, check_pad, 0b1110},
+      {"Pow", 13, kLastOpset, 2, 2, 1, true, pow_op, nullptr},
+      {"Range", 13, kLastOpset, 3, 3, 1, true, range, nullptr, 0b111},
+      {"ReduceL1", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
+      {"ReduceL2", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
+      {"ReduceLogSum", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
+      {"ReduceLogSumExp", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
+      {"ReduceMax", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
+      {"ReduceMean", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
+      {"ReduceMin", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
+      {"ReduceSum", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
+      {"ReduceSumSquare", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
+      {"Relu", 13, kLastOpset, 1, 1, 1, true, unary<k_relu>, nullptr},
+      {"RMSNormalization", 23, kLastOpset, 2, 2, 1, true, rms_normalization, check_stash_type},
+      {"Reshape", 13, kLastOpset, 2, 2, 1, true, reshape, nullptr, 0b10},
+      {"Resize", 13, kLastOpset, 1, 4, 1, true, resize, check_resize, 0b1110},
+      {"ScatterElements", 13, kLastOpset, 3, 3, 1, true, scatter_elements, check_scatter_elements},
+      {"Shape", 13, kLastOpset, 1, 1, 1, true, shape_op, nullptr},
+      {"Sigmoid", 13, kLastOpset, 1, 1, 1, true, unary<k_sigmoid>, nullptr},
+      {"Sin", 13, kLastOpset, 1, 1, 1, true, unary<k_sin>, nullptr},
+      {"Slice", 13, kLastOpset, 3, 5, 1, true, slice, nullptr, 0b11110},
+      {"Softmax", 13, kLastOpset, 1, 1, 1, true, softmax_op, nullptr},
+      {"Softplus", 13, kLastOpset, 1, 1, 1, true, softplus_op, nullptr},
+      {"Split", 13, kLastOpset, 1, 2, 1 << 20, true, split, nullptr, 0b10},
+      {"Sqrt", 13, kLastOpset, 1, 1, 1, true, unary<k_sqrt>, nullptr},
+      {"Squeeze", 13, kLastOpset, 1, 2, 1, true, squeeze, nullptr, 0b10},
+      {"Sub", 13, kLastOpset, 2, 2, 1, true, binary<k_sub>, nullptr},
+      {"Tanh", 13, kLastOpset, 1, 1, 1, true, unary<k_tanh>, nullptr},
+      {"Transpose", 13, kLastOpset, 1, 1, 1, true, transpose_op, nullptr},
+      {"Unsqueeze", 13, kLastOpset, 2, 2, 1, true, unsqueeze, nullptr, 0b10},
+      {"Where", 13, kLastOpset, 3, 3, 1, true, where_op, nullptr},
   };
   return table;
 }
