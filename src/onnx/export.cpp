@@ -745,9 +745,14 @@ void save(const std::string& path, nn::Module& module, const std::vector<Tensor>
     // The loaded graph as it was, its parameters' current values inline.
     proto = *model->graph()->proto;
     const Graph& graph = *model->graph();
+    // Parameters take their current values; constants the file kept as external data come inline,
+    // since the new file's folder need not hold the old one's data files.
     for (auto& t : *proto.mutable_graph()->mutable_initializer())
       for (const Value& v : graph.values)
-        if (v.source == Source::parameter && v.name == t.name()) fill(t, t.name(), v.parameter);
+        if (v.name == t.name()) {
+          if (v.source == Source::parameter) fill(t, t.name(), v.parameter);
+          else if (t.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL && v.constant.defined()) fill(t, t.name(), v.constant);
+        }
     write_mode(*proto.mutable_graph(), graph.opset, model->is_training(), op);
   } else {
     if (example_inputs.size() != 1 || !example_inputs[0].defined())
@@ -762,10 +767,12 @@ void save(const std::string& path, nn::Module& module, const std::vector<Tensor>
     opset->set_version(17);
     Exporter(op, module, *proto.mutable_graph()).write(x);
   }
-  try {
-    ::onnx::checker::check_model(proto);
-  } catch (const std::exception& e) {
-    fail(op, "the ONNX checker rejects what kten wrote (a bug in kten): ", e.what());
+  if (checker_judges(proto)) {  // an imported model of a newer IR or opset was checked by load()
+    try {
+      ::onnx::checker::check_model(proto);
+    } catch (const std::exception& e) {
+      fail(op, "the ONNX checker rejects what kten wrote (a bug in kten): ", e.what());
+    }
   }
   std::string bytes;
   if (!proto.SerializeToString(&bytes)) fail(op, "protobuf cannot serialise the model (over 2 GiB?)");

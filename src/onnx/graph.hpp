@@ -149,6 +149,9 @@ std::vector<Tensor> run_graph(Graph& graph, const std::vector<Tensor>& inputs, b
 int onnx_dtype(DType dtype);
 /// \brief kten's dtype for an ONNX element type code; false when kten has none.
 bool kten_dtype(int code, DType& dtype);
+/// \brief True when Debian 12's onnx 1.12 checker can judge `model`: IR 8 and opset 17 at most,
+/// no model-local functions (it refuses anything newer, whatever its merit).
+bool checker_judges(const ::onnx::ModelProto& model);
 /// \brief ONNX's name of an element type code ("FLOAT8E4M3FN"), the ones newer than onnx 1.12 included.
 std::string onnx_type_name(int code);
 

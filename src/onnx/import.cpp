@@ -39,12 +39,19 @@ int onnx_dtype(DType dtype) {
 
 std::string onnx_type_name(int code) {
   // The codes Debian 12's onnx 1.12 knows, then those added since (float8 in IR 9, 4-bit in IR 10,
-  // float4 and e8m0 in IR 11), so that a refusal names the type a newer exporter wrote.
+  // float4 in 11, e8m0 in 12, 2-bit in 13), so that a refusal names the type a newer exporter wrote.
   if (::onnx::TensorProto_DataType_IsValid(code)) return ::onnx::TensorProto_DataType_Name(code);
   static const char* const newer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
-                                      "UINT4",        "INT4",           "FLOAT4E2M1", "FLOAT8E8M0"};
+                                      "UINT4",        "INT4",           "FLOAT4E2M1", "FLOAT8E8M0",
+                                      "UINT2",        "INT2"};
   if (code >= 17 && code < 17 + static_cast<int>(std::size(newer))) return newer[code - 17];
   return "unknown to kten";
+}
+
+bool checker_judges(const ::onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import())
+    if ((o.domain().empty() || o.domain() == "ai.onnx") && o.version() > 17) return false;
+  return model.ir_version() <= 8 && model.functions_size() == 0;
 }
 
 bool kten_dtype(int code, DType& dtype) {
@@ -229,7 +236,7 @@ void check_fields(const google::protobuf::Message& m, const std::string& path, c
     const auto* known = std::find_if(std::begin(kNewerFields), std::end(kNewerFields),
                                      [&](const NewerField& f) { return f.message == type && f.number == number; });
     if (known == std::end(kNewerFields))
-      l.bad(path, " holds field ", number, " of onnx.", type, ", which kten does not know (a newer ONNX IR than 11?)");
+      l.bad(path, " holds field ", number, " of onnx.", type, ", which kten does not know (a newer ONNX IR than 13?)");
     if (!known->read)
       l.bad(path, " sets ", type, ".", known->name, " (IR 11), which kten does not support");
   }
@@ -407,9 +414,10 @@ Model load(const std::string& path, const Device& device) {
   graph->device = device;
   graph->proto = proto;
   graph->seed = nn::next_seed();
-  // IR 3 (ONNX 1.0) to 11 (onnx 1.18 and later); opsets 13 (PyTorch 1.8) to 23 (onnx 1.18).
-  if (proto->ir_version() < 3 || proto->ir_version() > 11)
-    l.bad("the model's IR version is ", proto->ir_version(), "; kten reads IR versions 3 to 11");
+  // IR 3 (ONNX 1.0) to 13 (onnx 1.20's): IR 12 and 13 only add element types, which kten refuses by
+  // name; opsets 13 (PyTorch 1.8) to 23 (onnx 1.18).
+  if (proto->ir_version() < 3 || proto->ir_version() > 13)
+    l.bad("the model's IR version is ", proto->ir_version(), "; kten reads IR versions 3 to 13");
   std::set<std::string> imported;
   for (const auto& o : proto->opset_import())
     if (!imported.insert(default_domain(o.domain()) ? std::string() : o.domain()).second)
@@ -567,7 +575,7 @@ Model load(const std::string& path, const Device& device) {
   // ONNX's checker, now that kten's own checks have named what they can, where it can judge the
   // model: Debian 12's onnx 1.12 knows IR 8 and opset 17 at most, and refuses anything newer
   // whatever its merit. Newer models rest on kten's own checks (above, and each op's at load).
-  if (proto->ir_version() <= 8 && graph->opset <= 17 && proto->functions_size() == 0) {
+  if (checker_judges(*proto)) {
     try {
       ::onnx::checker::check_model(path);  // the path form finds external data beside the model
     } catch (const std::exception& e) {

@@ -29,10 +29,16 @@
 
 #include "../test_run.hpp"
 #include "../design_block.hpp"
+#include "../onnx_reference.hpp"
 
 extern char** environ;
 
 namespace {
+
+using kten::test::close;
+using kten::test::close_to_largest;
+using kten::test::find;
+using kten::test::largest_gradient;
 
 // Runs PYTHON SCRIPT COMMAND DIR; true when it exits with 0.
 bool run_python(const std::string& python, const std::string& script, const std::string& command,
@@ -80,29 +86,6 @@ kten::nn::Sequential conv_model(kten::DType dtype, const kten::Device& device) {
   net.add(kten::nn::ConvTranspose2d(4, 2, {2}, t));
   net.to(device);
   return net;
-}
-
-// |got - want| <= atol + rtol |want| everywhere; prints the largest difference.
-bool close(const std::string& what, const kten::Tensor& got, const kten::Tensor& want, double rtol, double atol) {
-  if (got.shape() != want.shape()) {
-    std::cerr << what << ": shape " << kten::shape_str(got.shape()) << ", want " << kten::shape_str(want.shape()) << "\n";
-    return false;
-  }
-  const auto g = got.astype(kten::float64).to_vector<double>(), w = want.astype(kten::float64).to_vector<double>();
-  double worst = 0;
-  bool ok = true;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    worst = std::max(worst, std::fabs(g[i] - w[i]));
-    ok = ok && std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]);
-  }
-  std::cout << what << ": largest difference " << worst << (ok ? ": ok" : ": WRONG") << "\n";
-  return ok;
-}
-
-kten::Tensor find(const kten::nn::StateDict& sd, const std::string& name) {
-  for (const auto& [key, t] : sd)
-    if (key == name) return t;
-  throw std::runtime_error("no tensor '" + name + "' in the file");
 }
 
 struct Case {
@@ -166,30 +149,6 @@ void to_torch(const std::string& dir, const kten::Device& device) {
 // trained model and a Sequential of its own layers, which reload to the same outputs and which
 // onnx.checker accepts. A small attention block checks outputs and gradients too. DESIGN's Block,
 // traced by save(), is rebuilt in PyTorch from the file's initializers and gives kten's outputs.
-
-// The largest |value| of `t`.
-double largest_of(const kten::Tensor& t) {
-  double largest = 0;
-  for (double v : t.astype(kten::float64).to_vector<double>()) largest = std::max(largest, std::fabs(v));
-  return largest;
-}
-
-// |got - want| <= tol * scale everywhere; scale is the largest |want| (relative to the largest
-// element, however small: an output of 1e-3 gets 1e-7, not an absolute 1e-4), or for a gradient
-// the largest of any of the model's reference gradients (`scale`), since a gradient that is zero in
-// exact arithmetic (a bias before InstanceNorm) is rounding noise of that size on both sides.
-bool close_to_largest(const std::string& what, const kten::Tensor& got, const kten::Tensor& want, double tol, double scale = 0) {
-  return close(what, got, want, 0, tol * std::max(scale, largest_of(want)));
-}
-
-// The largest reference gradient ("grad." entries of `ref`) of the model's parameters.
-double largest_gradient(kten::nn::Module& net, const std::vector<std::pair<std::string, kten::Tensor>>& ref) {
-  double largest = 0;
-  for (const auto& p : net.named_parameters())
-    for (const auto& [name, t] : ref)
-      if (name == "grad." + p.name) largest = std::max(largest, largest_of(t));
-  return largest;
-}
 
 using Block = kten::test::DesignBlock;  // DESIGN 1c's composed model (tests/design_block.hpp)
 
@@ -338,29 +297,7 @@ bool onnx_grid_from_torch(const std::string& python, const std::string& script, 
   bool ok = true;
   for (const std::string name : {"cnn1d", "cnn1d-opset13", "unet", "conv3d", "gnn"}) {
     auto net = kten::onnx::load(dir + "/" + name + ".onnx", device);
-    const auto ref = kten::io::load_safetensors(dir + "/" + name + "-ref.safetensors", device);
-    std::vector<kten::Tensor> inputs;
-    for (std::size_t i = 0; i < net.input_names().size(); ++i) inputs.push_back(find(ref, "in." + std::to_string(i)));
-    const kten::Tensor target = find(ref, "target");
-    const bool trained = std::any_of(ref.begin(), ref.end(), [](const auto& named) { return named.first.rfind("after.", 0) == 0; });
-    std::cout << name << ": opset " << net.opset() << ", " << net.named_parameters().size() << " parameters, "
-              << net.named_buffers().size() << " buffers, " << (trained ? "exported in training mode" : "evaluation mode") << "\n";
-    ok = close_to_largest(name + ": outputs", net.run(inputs)[0], find(ref, "y"), 1e-4) && ok;
-    net.zero_grad();
-    kten::nn::MSELoss()(net.run(inputs)[0], target).backward();
-    for (const auto& p : net.named_parameters())
-      ok = close_to_largest(name + ": gradient of " + p.name, p.slot->value.grad(), find(ref, "grad." + p.name), 1e-4,
-                            largest_gradient(net, ref)) && ok;
-    if (!trained) continue;
-    net.zero_grad();
-    kten::optim::Adam adam(1e-2);
-    for (int step = 0; step < 3; ++step) {
-      adam.zero_grad(net);
-      kten::nn::MSELoss()(net.run(inputs)[0], target).backward();
-      adam.step(net);
-    }
-    for (const auto& [key, t] : net.state_dict())
-      ok = close(name + ": " + key + " after three Adam steps", t, find(ref, "after." + key), 0, 1e-5) && ok;
+    ok = kten::test::matches_reference(name, net, kten::io::load_safetensors(dir + "/" + name + "-ref.safetensors", device)) && ok;
   }
   return ok;
 }
