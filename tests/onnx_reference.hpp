@@ -76,7 +76,7 @@ inline double largest_gradient(nn::Module& net, const nn::StateDict& ref) {
 /// \brief `net` against the reference `ref`: inputs in.<i>, outputs y (and ONNX Runtime's ort.y
 /// where present) to 1e-4 of the largest, gradients of the MSE loss against `target` to 1e-4 of
 /// the largest reference gradient, and, where `ref` holds after.<name>, the state after three
-/// Adam steps (lr 1e-2) to 1e-5. Changes the model's parameters; prints one line per comparison.
+/// Adam steps (lr 1e-2) to 1e-5, running variances excepted. Changes the model's parameters; prints one line per comparison.
 inline bool matches_reference(const std::string& name, onnx::Model& net, const nn::StateDict& ref) {
   std::vector<Tensor> inputs;
   for (std::size_t i = 0; i < net.input_names().size(); ++i) inputs.push_back(find(ref, "in." + std::to_string(i)));
@@ -102,8 +102,12 @@ inline bool matches_reference(const std::string& name, onnx::Model& net, const n
     nn::MSELoss()(net.run(inputs)[0], target).backward();
     adam.step(net);
   }
+  // Parameters and running means; not the running variances, which ONNX (and so an imported
+  // model, as ONNX Runtime) updates with the batch's population variance and PyTorch's module with
+  // the unbiased one (ONNX's conformance cases check kten's).
   for (const auto& [key, t] : net.state_dict())
-    ok = close(name + ": " + key + " after three Adam steps", t, find(ref, "after." + key), 0, 1e-5) && ok;
+    if (key.size() < 12 || key.compare(key.size() - 12, 12, ".running_var") != 0)
+      ok = close(name + ": " + key + " after three Adam steps", t, find(ref, "after." + key), 0, 1e-5) && ok;
   return ok;
 }
 

@@ -415,7 +415,7 @@ Model load(const std::string& path, const Device& device) {
   graph->proto = proto;
   graph->seed = nn::next_seed();
   // IR 3 (ONNX 1.0) to 13 (onnx 1.20's): IR 12 and 13 only add element types, which kten refuses by
-  // name; opsets 13 (PyTorch 1.8) to 23 (onnx 1.18).
+  // name; opsets 11 to 23 (onnx 1.18), each operator within its own range.
   if (proto->ir_version() < 3 || proto->ir_version() > 13)
     l.bad("the model's IR version is ", proto->ir_version(), "; kten reads IR versions 3 to 13");
   std::set<std::string> imported;
@@ -588,6 +588,9 @@ Model load(const std::string& path, const Device& device) {
     Node& n = nodes[k];
     if (n.op_type == "Dropout") {
       const auto mode = n.inputs.size() > 2 ? n.inputs[2] : -1;
+      if (mode >= 0 && graph->values[mode].source != Source::constant)
+        l.bad("node '", n.name, "' (Dropout): its training_mode is a graph input or computed; kten's model mode ",
+              "decides dropout (train(), eval()), so it must be a constant");
       if (mode >= 0 && graph->values[mode].source == Source::constant && graph->values[mode].constant.numel() == 1 &&
           graph->values[mode].constant.astype(float64).item<double>() != 0)
         graph->trained_export = true;

@@ -508,7 +508,10 @@ Outs cast(Call& c) {
 
 Outs dropout_op(Call& c) {
   const Tensor& x = c.at(0);
-  const double ratio = c.has(1) ? c.real(1) : 0.5;
+  // The ratio: an input from opset 12, an attribute before (Dropout-10).
+  if (c.opset() >= 12 && c.attr("ratio")) fail<FormatError>("onnx", c.where(), ": at opset ", c.opset(), " the ratio is an input, not an attribute");
+  if (c.opset() < 12 && c.in.size() > 1) fail<FormatError>("onnx", c.where(), ": at opset ", c.opset(), " Dropout takes one input (ratio and training_mode are inputs from opset 12)");
+  const double ratio = c.has(1) ? c.real(1) : c.attr_real("ratio", 0.5);
   // The model's mode decides, as for nn::Dropout (training_mode only sets the mode load() starts in).
   if (!c.training || ratio == 0) return {x, ones(x.shape(), x.device(), boolean)};
   if (!is_floating(x.dtype()) || !(ratio > 0 && ratio < 1))
@@ -840,6 +843,12 @@ Outs resize(Call& c) {
     if (!given.device().is_cpu()) scales = given.astype(float64).to_vector<double>();
     else kten::detail::read_cpu_values(given.astype(float64), scales.data(), float64, scales.size());
     scales = every_axis<double>(c, x, scales, [](int) { return 1.0; });
+    // ONNX's align_corners maps through the unrounded length (extent x scale), PyTorch's (kten's)
+    // through the output's extent: they agree only where the product is a whole number.
+    for (std::size_t a = 2; corners && a < scales.size(); ++a)
+      if (const double length = static_cast<double>(x.size(static_cast<int>(a))) * scales[a]; length != std::floor(length))
+        fail<FormatError>("onnx", c.where(), ": align_corners with scale ", scales[a], " of extent ", x.size(static_cast<int>(a)),
+                          " (a length of ", length, ", not a whole number) is not supported; give sizes");
     if (scales.size() != static_cast<std::size_t>(x.ndim()) || scales[0] != 1 || scales[1] != 1)
       fail<FormatError>("onnx", c.where(), ": scales must hold one per axis, 1 for the batch and channel axes");
     return {interpolate(x, std::vector<double>(scales.begin() + 2, scales.end()), mode, corners)};
@@ -852,13 +861,28 @@ Outs resize(Call& c) {
 }
 
 Outs batch_normalization(Call& c) {
-  const Tensor& mean = c.at(3);
-  const Tensor& var = c.at(4);
+  const Tensor& x = c.at(0);
+  const Tensor& running_mean = c.at(3);
+  const Tensor& running_var = c.at(4);
   // ONNX's momentum weighs the running value, PyTorch's (and kten's) the batch's.
   const double momentum = 1.0 - c.attr_real("momentum", 0.9), eps = c.attr_real("epsilon", 1e-5);
   // The model's mode decides, as for nn::BatchNorm (training_mode only sets the mode load() starts in).
-  const Tensor y = batch_norm(c.at(0), mean, var, c.at(1), c.at(2), c.training, momentum, eps);
-  return {y, mean, var, Tensor(), Tensor()};  // opset 13's saved statistics: never read (import.cpp)
+  if (!c.training)  // opset 13's saved statistics: never read (import.cpp)
+    return {batch_norm(x, running_mean, running_var, c.at(1), c.at(2), false, momentum, eps), running_mean, running_var, Tensor(), Tensor()};
+  // Training: normalised by the batch's statistics; the running variance then takes the batch's
+  // population variance, as ONNX specifies and ONNX Runtime computes (PyTorch's module takes the
+  // unbiased one, n / (n - 1) times it). Two more passes over x, in training mode only.
+  const Tensor y = batch_norm(x, Tensor(), Tensor(), c.at(1), c.at(2), true, momentum, eps);
+  if (x.numel() > 0) {
+    NoGradGuard no_grad;  // running statistics change in place, off the tape
+    std::vector<int> axes{0};
+    for (int a = 2; a < x.ndim(); ++a) axes.push_back(a);
+    const Tensor batch_mean = mean(x.detach(), axes, true);
+    const Tensor centred = x.detach() - batch_mean;
+    running_mean.copy_from(running_mean * (1 - momentum) + batch_mean.reshape(running_mean.shape()) * momentum);
+    running_var.copy_from(running_var * (1 - momentum) + mean(centred * centred, axes) * momentum);
+  }
+  return {y, running_mean, running_var, Tensor(), Tensor()};
 }
 
 Outs instance_normalization(Call& c) {
@@ -971,7 +995,7 @@ const std::vector<OpImpl>& op_table() {
       {"ConvTranspose", 13, kLastOpset, 2, 3, 1, true, conv_transpose, check_conv_transpose},
       {"Cos", 13, kLastOpset, 1, 1, 1, true, unary<k_cos>, nullptr},
       {"Div", 13, kLastOpset, 2, 2, 1, true, binary<k_div>, nullptr},
-      {"Dropout", 13, kLastOpset, 1, 3, 2, false, dropout_op, nullptr, 0b110},
+      {"Dropout", 11, kLastOpset, 1, 3, 2, false, dropout_op, nullptr, 0b110},
       {"Equal", 13, kLastOpset, 2, 2, 1, true, equal, nullptr},
       {"Erf", 13, kLastOpset, 1, 1, 1, true, unary<k_erf>, nullptr},
       {"Exp", 13, kLastOpset, 1, 1, 1, true, unary<k_exp>, nullptr},
@@ -995,7 +1019,7 @@ const std::vector<OpImpl>& op_table() {
       {"Neg", 13, kLastOpset, 1, 1, 1, true, unary<k_neg>, nullptr},
       {"Pad", 13, kLastOpset, 2, 4, 1, true, pad_op, check_pad, 0b1110},
       {"Pow", 13, kLastOpset, 2, 2, 1, true, pow_op, nullptr},
-      {"Range", 13, kLastOpset, 3, 3, 1, true, range, nullptr, 0b111},
+      {"Range", 11, kLastOpset, 3, 3, 1, true, range, nullptr, 0b111},
       {"ReduceL1", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
       {"ReduceL2", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
       {"ReduceLogSum", 13, kLastOpset, 1, 2, 1, true, reduce, nullptr, 0b10},
