@@ -8,6 +8,8 @@
 // its largest difference.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -71,6 +73,27 @@ inline double largest_gradient(nn::Module& net, const nn::StateDict& ref) {
     for (const auto& [name, t] : ref)
       if (name == "grad." + p.name) largest = std::max(largest, largest_of(t));
   return largest;
+}
+
+/// \brief Where a test writes the ONNX files kten saved, with their inputs and outputs
+/// (<file>-io.safetensors: in.<i>, y), for ONNX Runtime to run them (scripts/onnx-fixtures
+/// [root] ort DIR): $KTEN_ONNX_EXPORT_DIR when set, else nowhere (empty).
+inline std::string export_dir() {
+  const char* dir = std::getenv("KTEN_ONNX_EXPORT_DIR");
+  return dir ? dir : "";
+}
+
+/// \brief Copies the file kten wrote at `path` into export_dir() as `name`.onnx with its inputs and
+/// the output `y` kten computes for them (nothing when export_dir() is empty).
+inline void keep_for_onnx_runtime(const std::string& path, const std::string& name, const std::vector<Tensor>& inputs, const Tensor& y) {
+  const std::string dir = export_dir();
+  if (dir.empty()) return;
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(path, dir + "/" + name + ".onnx", std::filesystem::copy_options::overwrite_existing);
+  nn::StateDict io;
+  for (std::size_t i = 0; i < inputs.size(); ++i) io.emplace_back("in." + std::to_string(i), inputs[i]);
+  io.emplace_back("y", y);
+  io::save_safetensors(dir + "/" + name + "-io.safetensors", io);
 }
 
 /// \brief `net` against the reference `ref`: inputs in.<i>, outputs y (and ONNX Runtime's ort.y

@@ -14,6 +14,7 @@
 #include <kten/onnx.hpp>
 
 #include "onnx_builder.hpp"
+#include "onnx_reference.hpp"
 #include "support.hpp"
 
 using namespace kten;
@@ -421,4 +422,67 @@ TEST_CASE("onnx: model-local functions are inlined: attribute references, defaul
     output(c, "y");
     require_refused(c, "kten-recursive.onnx", x23(), {"nested 32 deep"});
   }
+}
+
+namespace {
+
+// GELU and two reductions over a Linear: the forms save() writes differently from opset 18 (a
+// reduction's axes as an input) and 20 (a Gelu node).
+class Reduced : public nn::Module {
+ public:
+  Reduced() { fc_ = register_module("fc", nn::Linear(4, 4, {true, float32, 5})); }
+  Tensor forward(const Tensor& x) override {
+    const Tensor h = gelu((*fc_)(x));
+    return h - mean(h, {1}, true) + max(h, {1}, true);
+  }
+  std::string name() const override { return "Reduced"; }
+
+ private:
+  std::shared_ptr<nn::Linear> fc_;
+};
+
+}  // namespace
+
+TEST_CASE("onnx: save() writes opsets 17 to 23 on request, each in its own forms", "[onnx]") {
+  Reduced net;
+  net.to(test::device());
+  const Tensor x = randn({3, 4}, test::device(), 6);
+  const Tensor want = net(x);
+  for (int opset : {17, 18, 20, 23}) {
+    INFO("opset " << opset);
+    const std::string path = (test::scratch() / ("kten-opset-" + std::to_string(opset) + ".onnx")).string();
+    kten::onnx::save(path, net, {randn({2, 4}, test::device(), 7)}, opset);
+    ::onnx::ModelProto m;
+    REQUIRE(m.ParseFromString(test::read_bytes(path)));
+    REQUIRE(m.opset_import(0).version() == opset);
+    REQUIRE(m.ir_version() == (opset == 17 ? 8 : 10));
+    bool gelu_node = false, axes_input = false;
+    for (const auto& n : m.graph().node()) {
+      gelu_node = gelu_node || n.op_type() == "Gelu";
+      if (n.op_type() == "ReduceMean") axes_input = n.input_size() == 2;
+    }
+    CHECK(gelu_node == (opset >= 20));
+    CHECK(axes_input == (opset >= 18));
+    auto loaded = kten::onnx::load(path, test::device());
+    REQUIRE(loaded.opset() == opset);
+    test::require_allclose<double>(loaded(x).astype(float64), values(want.astype(float64)), 1e-5, 1e-6);
+    test::keep_for_onnx_runtime(path, "kten-reduced-opset" + std::to_string(opset), {x}, want);
+  }
+  const std::string path = (test::scratch() / "kten-opset-bad.onnx").string();
+  for (int opset : {16, 24}) {
+    try {
+      kten::onnx::save(path, net, {x}, opset);
+      FAIL("opset " << opset << " was written");
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), ContainsSubstring("kten writes opsets 17 to 23"));
+    }
+  }
+  auto loaded = kten::onnx::load((test::scratch() / "kten-opset-20.onnx").string(), test::device());
+  try {
+    kten::onnx::save(path, loaded, {}, 18);
+    FAIL("a loaded opset-20 model was written at 18");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), ContainsSubstring("at its own opset, 20, not 18"));
+  }
+  kten::onnx::save(path, loaded, {}, 20);  // its own: fine
 }

@@ -77,6 +77,12 @@ Model load(const std::string& path, const Device& device = cpu());
 /// no ONNX form is a kten::Error naming the op and the module (docs/onnx.md lists those that have one).
 void save(const std::string& path, nn::Module& module, const std::vector<Tensor>& example_inputs = {});
 
+/// \brief save() at `opset`, 17 to 23 (save() writes 17, which Debian 12's onnx 1.12 checker knows;
+/// PyTorch 2.9's default is 20). From 18 a reduction's axes are an input, from 20 GELU is a Gelu
+/// node. The file is IR 8 at 17, IR 10 above (onnx 1.12's checker, which knows neither, is not
+/// run). An imported Model is written at its own opset: another is a kten::Error.
+void save(const std::string& path, nn::Module& module, const std::vector<Tensor>& example_inputs, int opset);
+
 /// \brief One ONNX operator load() supports, in the default domain, and the opsets it does.
 struct SupportedOp {
   std::string name;   ///< \brief the ONNX operator ("Gemm")

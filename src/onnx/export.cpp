@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// kten::onnx::save: writes a module as an ONNX model (opset 17). An imported Model is its own
+// kten::onnx::save: writes a module as an ONNX model (opset 17, or 18 to 23 on request). An imported Model is its own
 // graph with the current parameters, in the mode the model is in. Any other module is traced, as
 // torch.onnx.export traces: one forward call on a copy of the example input runs with a tracer on the autograd tape
 // (autograd.hpp), which records each op, its inputs, output and attributes; the ops the output
@@ -193,6 +193,7 @@ struct Emit {
   GraphWriter& w;
   const TracedOp& op;
   std::vector<std::string> in;
+  int opset;  // the file's: a few forms changed (a reduction's axes are an input from 18, Gelu is an op from 20)
 
   std::string node(const char* type, const std::vector<std::string>& inputs, const std::vector<Attr>& attrs = {},
                    int outputs = 1) {
@@ -449,8 +450,9 @@ const std::unordered_map<std::string_view, Row>& rows() {
     t.emplace("kten::where", [](Emit& e) { return e.node("Where", {e.in.at(2), e.in[0], e.in[1]}); });
     t.emplace("kten::eq", binary("Equal"));
     t.emplace("kten::eq_scalar", with_scalar("Equal"));
-    // Activations (opset 17 has no Gelu: x/2 (1 + erf(x / sqrt 2)), as PyTorch exports it).
+    // Activations (before opset 20 no Gelu: x/2 (1 + erf(x / sqrt 2)), as PyTorch exports it).
     t.emplace("kten::gelu", [](Emit& e) {
+      if (e.opset >= 20) return e.node("Gelu", {e.in[0]});
       const std::string erf = e.node("Erf", {e.node("Div", {e.in[0], e.scalar(std::sqrt(2.0))})});
       return e.node("Mul", {e.node("Mul", {e.in[0], e.node("Add", {erf, e.scalar(1)})}), e.scalar(0.5)});
     });
@@ -473,7 +475,9 @@ const std::unordered_map<std::string_view, Row>& rows() {
     });
     for (const auto& [name, type] : std::vector<std::pair<const char*, const char*>>{{"kten::mean", "ReduceMean"}, {"kten::max", "ReduceMax"}})
       t.emplace(name, [type = type](Emit& e) {
-        return e.node(type, {e.in[0]}, {Is("axes", e.op.attrs.ints), I("keepdims", e.op.attrs.keepdim ? 1 : 0)});
+        const Attr keep = I("keepdims", e.op.attrs.keepdim ? 1 : 0);
+        if (e.opset >= 18) return e.node(type, {e.in[0], e.w.ints(e.op.attrs.ints)}, {keep});
+        return e.node(type, {e.in[0]}, {Is("axes", e.op.attrs.ints), keep});
       });
     t.emplace("kten::layer_norm", [](Emit& e) {
       return e.node("LayerNormalization", {e.in[0], e.in[1], e.in[2]}, {I("axis", -1), F("epsilon", e.r(0))});
@@ -559,7 +563,8 @@ void declare(::onnx::ValueInfoProto& v, const std::string& name, DType dtype, co
 // The graph of one traced call of `module` on `example`.
 class Exporter {
  public:
-  Exporter(const std::string& op, nn::Module& module, ::onnx::GraphProto& graph) : op_(op), module_(module), w_(graph) {}
+  Exporter(const std::string& op, nn::Module& module, ::onnx::GraphProto& graph, int opset)
+      : op_(op), module_(module), w_(graph), opset_(opset) {}
 
   void write(const Tensor& example) {
     Tensor x = example.detach();  // a handle of its own: its identity names the graph input
@@ -609,7 +614,7 @@ class Exporter {
       const TracedOp& o = ops[k];
       const auto row = rows().find(o.name);
       if (row == rows().end()) fail(op_, o.name, " (in module '", module_.name(), "') has no ONNX form");
-      Emit e{w_, o, {}};
+      Emit e{w_, o, {}, opset_};
       for (std::size_t i = 0; i < o.in.size(); ++i) {
         const int s = sources[k][i];
         e.in.push_back(s >= 0 ? outputs[static_cast<std::size_t>(s)] : external(o.in[i]));
@@ -667,6 +672,7 @@ class Exporter {
   std::string op_;
   nn::Module& module_;
   GraphWriter w_;
+  int opset_;
   Tensor input_;  // the traced copy of the example input
   std::unordered_map<const void*, std::string> names_;
   std::vector<std::pair<std::string, Tensor>> state_;
@@ -739,9 +745,15 @@ void write_mode(::onnx::GraphProto& g, int opset, bool training, const std::stri
 }  // namespace
 
 void save(const std::string& path, nn::Module& module, const std::vector<Tensor>& example_inputs) {
+  save(path, module, example_inputs, 0);
+}
+
+void save(const std::string& path, nn::Module& module, const std::vector<Tensor>& example_inputs, int opset) {
   const std::string op = "onnx::save('" + path + "')";
   ::onnx::ModelProto proto;
   if (auto* model = dynamic_cast<Model*>(&module)) {
+    if (opset != 0 && opset != model->opset())
+      fail(op, "a loaded model is written at its own opset, ", model->opset(), ", not ", opset, " (kten does not convert between opsets)");
     // The loaded graph as it was, its parameters' current values inline.
     proto = *model->graph()->proto;
     const Graph& graph = *model->graph();
@@ -759,13 +771,15 @@ void save(const std::string& path, nn::Module& module, const std::vector<Tensor>
       fail(op, "a ", module.name(), " is traced through one call on one example input; got ", example_inputs.size());
     const Tensor& x = example_inputs[0];
     if (x.ndim() < 1) fail<ShapeError>(op, "the example input is 0-d; axis 0 is the batch axis");
-    proto.set_ir_version(8);
+    if (opset == 0) opset = 17;  // what Debian 12's onnx 1.12 checker knows, and PyTorch 1.13 writes
+    if (opset < 17 || opset > kLastOpset) fail(op, "opset ", opset, " is not written; kten writes opsets 17 to ", kLastOpset);
+    proto.set_ir_version(opset <= 17 ? 8 : 10);  // IR 10: what onnx 1.16 and later stamp on opsets 18 to 23
     proto.set_producer_name("kten");
     proto.set_producer_version(version());
-    auto* opset = proto.add_opset_import();
-    opset->set_domain("");
-    opset->set_version(17);
-    Exporter(op, module, *proto.mutable_graph()).write(x);
+    auto* import = proto.add_opset_import();
+    import->set_domain("");
+    import->set_version(opset);
+    Exporter(op, module, *proto.mutable_graph(), opset).write(x);
   }
   if (checker_judges(proto)) {  // an imported model of a newer IR or opset was checked by load()
     try {

@@ -23,6 +23,7 @@ void Model::to(const Device&) { not_built("onnx::Model::to"); }
 void Model::to(DType) { not_built("onnx::Model::to"); }
 Model load(const std::string&, const Device&) { not_built("onnx::load"); }
 void save(const std::string&, nn::Module&, const std::vector<Tensor>&) { not_built("onnx::save"); }
+void save(const std::string&, nn::Module&, const std::vector<Tensor>&, int) { not_built("onnx::save"); }
 std::vector<SupportedOp> supported_ops() { return {}; }
 bool available() { return false; }
 
