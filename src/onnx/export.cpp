@@ -27,6 +27,7 @@
 #include "core/fail.hpp"
 #include "graph.hpp"
 #include "io/files.hpp"
+#include "ops/registry.hpp"
 
 namespace kten::onnx {
 
@@ -61,14 +62,7 @@ void fill(::onnx::TensorProto& t, const std::string& name, const Tensor& value) 
 
 // --- the trace -------------------------------------------------------------------------------------
 
-// One op the tape recorded during the traced call. The handles keep every tensor alive until the
-// graph is written, so no TensorImpl address is reused for another tensor meanwhile.
-struct TracedOp {
-  std::string name;  // "kten::conv2d"
-  Tensor out;
-  std::vector<Tensor> in;
-  ops::OpAttrs attrs;
-};
+using ops::TracedOp;
 
 class Trace final : public kten::detail::Tracer {
  public:
@@ -116,31 +110,14 @@ class KeepBuffers {
 
 // --- writing nodes ---------------------------------------------------------------------------------
 
-// A node attribute: I (integer), Is (integers), F (float), S (string).
-struct Attr {
-  std::string name;
-  ::onnx::AttributeProto_AttributeType type;
-  std::int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<std::int64_t> ints;
-};
-Attr I(std::string name, std::int64_t v) { return {std::move(name), ::onnx::AttributeProto_AttributeType_INT, v, 0, "", {}}; }
-Attr Is(std::string name, std::vector<std::int64_t> v) {
-  return {std::move(name), ::onnx::AttributeProto_AttributeType_INTS, 0, 0, "", std::move(v)};
-}
-Attr F(std::string name, double v) { return {std::move(name), ::onnx::AttributeProto_AttributeType_FLOAT, 0, v, "", {}}; }
-Attr S(std::string name, std::string v) { return {std::move(name), ::onnx::AttributeProto_AttributeType_STRING, 0, 0, std::move(v), {}}; }
-
-// The graph being written: nodes with names of their own, constants.
-class GraphWriter {
+// The graph being written (ops::OnnxWriter, which the registry's export forms write through):
+// nodes with names of their own, constants.
+class GraphWriter final : public ops::OnnxWriter {
  public:
   explicit GraphWriter(::onnx::GraphProto& graph) : graph_(graph) {}
 
-  // A node of type `op` over `inputs` ("" for an absent optional one) with `outputs` outputs; the
-  // first output's name (the others, which nothing reads, are "<it>_<i>").
-  std::string node(const char* op, const std::vector<std::string>& inputs, const std::vector<Attr>& attrs = {},
-                   int outputs = 1) {
+  std::string node(const char* op, const std::vector<std::string>& inputs,
+                   const std::vector<ops::OnnxAttr>& attrs, int outputs) override {
     ::onnx::NodeProto* n = graph_.add_node();
     const std::string name = "/" + std::string(op) + "_" + std::to_string(count_++);
     n->set_name(name);
@@ -148,22 +125,32 @@ class GraphWriter {
     for (const std::string& in : inputs) n->add_input(in);
     n->add_output(name + "_output");
     for (int i = 1; i < outputs; ++i) n->add_output(name + "_output_" + std::to_string(i));
-    for (const Attr& a : attrs) {
+    for (const ops::OnnxAttr& a : attrs) {
       auto* p = n->add_attribute();
       p->set_name(a.name);
-      p->set_type(a.type);
-      switch (a.type) {
-        case ::onnx::AttributeProto_AttributeType_INT: p->set_i(a.i); break;
-        case ::onnx::AttributeProto_AttributeType_INTS: for (std::int64_t v : a.ints) p->add_ints(v); break;
-        case ::onnx::AttributeProto_AttributeType_FLOAT: p->set_f(static_cast<float>(a.f)); break;
-        default: p->set_s(a.s); break;
+      switch (a.kind) {
+        case ops::OnnxAttr::integer:
+          p->set_type(::onnx::AttributeProto_AttributeType_INT);
+          p->set_i(a.i);
+          break;
+        case ops::OnnxAttr::integers:
+          p->set_type(::onnx::AttributeProto_AttributeType_INTS);
+          for (std::int64_t v : a.ints) p->add_ints(v);
+          break;
+        case ops::OnnxAttr::real:
+          p->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
+          p->set_f(static_cast<float>(a.f));
+          break;
+        case ops::OnnxAttr::text:
+          p->set_type(::onnx::AttributeProto_AttributeType_STRING);
+          p->set_s(a.s);
+          break;
       }
     }
     return name + "_output";
   }
 
-  // `value` as a Constant node (a float one stays a constant at load, never a parameter).
-  std::string constant(const Tensor& value) {
+  std::string constant(const Tensor& value) override {
     ::onnx::NodeProto* n = graph_.add_node();
     const std::string name = "/Constant_" + std::to_string(count_++);
     n->set_name(name);
@@ -175,10 +162,6 @@ class GraphWriter {
     fill(*a->mutable_t(), "value", value);
     return name + "_output";
   }
-  // A 1-D int64 constant (shapes, axes, pads).
-  std::string ints(const std::vector<std::int64_t>& v) { return constant(tensor(v, cpu())); }
-  // A 0-d constant of `dtype`.
-  std::string scalar(double v, DType dtype) { return constant(full({}, v, cpu(), dtype)); }
 
   ::onnx::GraphProto& graph() { return graph_; }
 
@@ -187,361 +170,21 @@ class GraphWriter {
   int count_ = 0;
 };
 
-// What one op's emitter sees: the op, its inputs' value names ("" for an undefined tensor), the
-// writer.
-struct Emit {
-  GraphWriter& w;
-  const TracedOp& op;
-  std::vector<std::string> in;
-  int opset;  // the file's: a few forms changed (a reduction's axes are an input from 18, Gelu is an op from 20)
-
-  std::string node(const char* type, const std::vector<std::string>& inputs, const std::vector<Attr>& attrs = {},
-                   int outputs = 1) {
-    return w.node(type, inputs, attrs, outputs);
-  }
-  const Tensor& t(std::size_t i) const { return op.in.at(i); }
-  std::int64_t i(std::size_t k) const { return op.attrs.ints.at(k); }
-  double r(std::size_t k) const { return op.attrs.reals.at(k); }
-  // A 0-d constant of the first input's dtype (the scalar operand of x + s).
-  std::string scalar(double v) { return w.scalar(v, t(0).dtype()); }
-  // attrs.ints[first, first + n)
-  std::vector<std::int64_t> ints(std::size_t first, std::size_t n) const {
-    if (first + n > op.attrs.ints.size()) throw std::out_of_range("attributes");
-    return std::vector<std::int64_t>(op.attrs.ints.begin() + static_cast<std::ptrdiff_t>(first),
-                                     op.attrs.ints.begin() + static_cast<std::ptrdiff_t>(first + n));
-  }
-  // A kten::Error saying why this op has no ONNX form (save() adds the op and the module).
-  [[noreturn]] void refuse(const std::string& why) const { fail("", why); }
-};
-
-using Row = std::function<std::string(Emit&)>;
-
-Row unary(const char* type) {
-  return [type](Emit& e) { return e.node(type, {e.in[0]}); };
-}
-Row binary(const char* type) {
-  return [type](Emit& e) { return e.node(type, {e.in[0], e.in[1]}); };
-}
-// x op s, or with `left` s op x.
-Row with_scalar(const char* type, bool left = false) {
-  return [type, left](Emit& e) {
-    const std::string s = e.scalar(e.r(0));
-    return left ? e.node(type, {s, e.in[0]}) : e.node(type, {e.in[0], s});
-  };
-}
-
-// ONNX's pads (every begin, then every end) from per-axis begins and ends.
-std::vector<std::int64_t> onnx_pads(const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& end) {
-  std::vector<std::int64_t> pads = begin;
-  pads.insert(pads.end(), end.begin(), end.end());
-  return pads;
-}
-
-// The spatial axes of a grid op's (N, C, ...) input; 1 to 3.
-int spatial_of(const Emit& e, int spatial) {
-  if (e.t(0).ndim() != spatial + 2)
-    e.refuse("an unbatched input (shape " + shape_str(e.t(0).shape()) + ") has no ONNX form: give it a batch axis");
-  return spatial;
-}
-
-// Conv and ConvTranspose: attributes as the registry orders them (conv.cpp).
-Row convolution(int dims, bool transposed) {
-  return [dims, transposed](Emit& e) {
-    spatial_of(e, dims);
-    const auto n = static_cast<std::size_t>(dims);
-    const Shape& w = e.t(1).shape();
-    const std::vector<std::int64_t> stride = e.ints(0, n), pad = e.ints(n, n);
-    std::vector<Attr> attrs{Is("kernel_shape", Shape(w.begin() + 2, w.end())), Is("strides", stride), Is("pads", onnx_pads(pad, pad))};
-    if (transposed) {
-      attrs.push_back(Is("output_padding", e.ints(2 * n, n)));
-      attrs.push_back(I("group", e.i(3 * n)));
-      attrs.push_back(Is("dilations", e.ints(3 * n + 1, n)));
-    } else {
-      attrs.push_back(Is("dilations", e.ints(2 * n, n)));
-      attrs.push_back(I("group", e.i(3 * n)));
-    }
-    std::vector<std::string> inputs{e.in[0], e.in[1]};
-    if (e.in.size() > 2) inputs.push_back(e.in[2]);
-    return e.node(transposed ? "ConvTranspose" : "Conv", inputs, attrs);
-  };
-}
-
-// MaxPool and AveragePool: kernel, stride, padding, then ceil_mode (and count_include_pad).
-Row pooling(int dims, bool average) {
-  return [dims, average](Emit& e) {
-    spatial_of(e, dims);
-    const auto n = static_cast<std::size_t>(dims);
-    const std::vector<std::int64_t> pad = e.ints(2 * n, n);
-    std::vector<Attr> attrs{Is("kernel_shape", e.ints(0, n)), Is("strides", e.ints(n, n)), Is("pads", onnx_pads(pad, pad)),
-                            I("ceil_mode", e.i(3 * n))};
-    if (average) attrs.push_back(I("count_include_pad", e.i(3 * n + 1)));
-    return e.node(average ? "AveragePool" : "MaxPool", {e.in[0]}, attrs);
-  };
-}
-
-// Adaptive average pooling: GlobalAveragePool to one value, else an AveragePool where the output
-// divides the input (the bins are then equal windows); other sizes have no ONNX form.
-Row adaptive_pooling(int dims) {
-  return [dims](Emit& e) {
-    spatial_of(e, dims);
-    const Shape& x = e.t(0).shape();
-    const std::vector<std::int64_t> out = e.ints(0, static_cast<std::size_t>(dims));
-    bool global = true, even = true;
-    std::vector<std::int64_t> kernel;
-    for (int a = 0; a < dims; ++a) {
-      const std::int64_t in = x[static_cast<std::size_t>(a) + 2];
-      global = global && out[a] == 1;
-      even = even && in % out[a] == 0;
-      kernel.push_back(in / out[a]);
-    }
-    if (global) return e.node("GlobalAveragePool", {e.in[0]});
-    if (!even)
-      e.refuse("output size " + shape_str(out) + " does not divide the input " + shape_str(x) +
-               " (ONNX has no adaptive pooling; an AveragePool needs equal windows)");
-    return e.node("AveragePool", {e.in[0]}, {Is("kernel_shape", kernel), Is("strides", kernel),
-                                             Is("pads", std::vector<std::int64_t>(2 * static_cast<std::size_t>(dims), 0))});
-  };
-}
-
-// interpolate as Resize: by its scales when it was given them (PyTorch's coordinates follow the
-// scales), else to its sizes, with the batch and channel extents taken from the input at run time.
-Row resize(int dims) {
-  return [dims](Emit& e) {
-    spatial_of(e, dims);
-    const auto n = static_cast<std::size_t>(dims);
-    const std::vector<std::int64_t> sizes = e.ints(0, n);
-    const auto mode = static_cast<nn::InterpolateMode>(e.i(n));
-    const bool corners = e.i(n + 1) != 0;
-    std::vector<Attr> attrs;
-    if (mode == nn::InterpolateMode::nearest) {
-      attrs = {S("mode", "nearest"), S("coordinate_transformation_mode", "asymmetric"), S("nearest_mode", "floor")};
-    } else {
-      attrs = {S("mode", "linear"), S("coordinate_transformation_mode", corners ? "align_corners" : "half_pixel")};
-    }
-    // Scales are float in ONNX: used only when the float scale gives the same extents.
-    bool by_scale = e.op.attrs.reals.size() == n;
-    std::vector<float> scales{1.f, 1.f};
-    for (std::size_t a = 0; by_scale && a < n; ++a) {
-      scales.push_back(static_cast<float>(e.r(a)));
-      by_scale = std::floor(static_cast<double>(e.t(0).shape()[a + 2]) * static_cast<double>(scales.back())) == static_cast<double>(sizes[a]);
-    }
-    if (by_scale) return e.node("Resize", {e.in[0], "", e.w.constant(tensor(scales, cpu()))}, attrs);
-    const std::string batch_channels = e.node("Shape", {e.in[0]}, {I("start", 0), I("end", 2)});
-    const std::string shape = e.node("Concat", {batch_channels, e.w.ints(sizes)}, {I("axis", 0)});
-    return e.node("Resize", {e.in[0], "", "", shape}, attrs);
-  };
-}
-
-// pad: constant, reflect and edge as Pad; circular (which ONNX 17 has not) as each padded axis'
-// wrapped ends cut by Slice and joined by Concat.
-std::string pad_row(Emit& e) {
-  const int rank = e.t(0).ndim();
-  const std::vector<std::int64_t>& pads = e.op.attrs.ints;
-  const auto mode = static_cast<nn::PaddingMode>(static_cast<int>(e.r(0)));
-  std::vector<std::int64_t> begin(static_cast<std::size_t>(rank), 0), end(static_cast<std::size_t>(rank), 0);
-  for (std::size_t k = 0; 2 * k + 1 < pads.size(); ++k) {  // kten's pairs run from the last axis back
-    begin[static_cast<std::size_t>(rank) - 1 - k] = pads[2 * k];
-    end[static_cast<std::size_t>(rank) - 1 - k] = pads[2 * k + 1];
-  }
-  if (mode != nn::PaddingMode::circular) {
-    const char* onnx_mode = mode == nn::PaddingMode::reflect ? "reflect" : mode == nn::PaddingMode::replicate ? "edge" : "constant";
-    std::vector<std::string> inputs{e.in[0], e.w.ints(onnx_pads(begin, end))};
-    if (mode == nn::PaddingMode::zeros) inputs.push_back(e.scalar(e.r(1)));
-    return e.node("Pad", inputs, {S("mode", onnx_mode)});
-  }
-  std::string y = e.in[0];
-  for (int a = 0; a < rank; ++a) {
-    const auto b = begin[static_cast<std::size_t>(a)], f = end[static_cast<std::size_t>(a)];
-    if (b == 0 && f == 0) continue;
-    std::vector<std::string> parts;
-    const std::string axis = e.w.ints({a});
-    if (b > 0) parts.push_back(e.node("Slice", {y, e.w.ints({-b}), e.w.ints({std::numeric_limits<std::int64_t>::max()}), axis}));
-    parts.push_back(y);
-    if (f > 0) parts.push_back(e.node("Slice", {y, e.w.ints({0}), e.w.ints({f}), axis}));
-    y = e.node("Concat", parts, {I("axis", a)});
-  }
-  return y;
-}
-
-// A reshape's target, the batch axis (0) written so that another batch size works: 0 (copy the
-// input's) where it kept its extent, -1 (what the other extents leave) where it did not.
-std::string reshape_row(Emit& e) {
-  const Shape& in = e.t(0).shape();
-  std::vector<std::int64_t> shape = e.op.out.shape();
-  if (!shape.empty() && !in.empty()) shape[0] = shape[0] == in[0] ? 0 : -1;
-  return e.node("Reshape", {e.in[0], e.w.ints(shape)});
-}
-
-// expand as Expand, whose broadcast is two-way: 1 keeps the input's extent (the batch's among them).
-std::string expand_row(Emit& e) {
-  const Shape& in = e.t(0).shape();
-  std::vector<std::int64_t> shape = e.op.out.shape();
-  const std::size_t lead = shape.size() - in.size();
-  for (std::size_t d = lead; d < shape.size(); ++d)
-    if (in[d - lead] == shape[d]) shape[d] = 1;
-  return e.node("Expand", {e.in[0], e.w.ints(shape)});
-}
-
-// batch_norm as BatchNormalization: the running statistics are inputs (buffers at load), the mode
-// the call's (training mode has the updated statistics as outputs too, as ONNX requires, which
-// nothing reads: load() updates the buffers in place). ONNX's momentum weighs the running value,
-// kten's (PyTorch's) the batch's.
-std::string batch_norm_row(Emit& e) {
-  const Tensor& x = e.t(0);
-  if (!e.t(1).defined() || !e.t(2).defined())
-    e.refuse("batch statistics without running ones (track_running_stats = false) have no ONNX form");
-  const std::int64_t channels = x.shape().at(1);
-  const std::string scale = e.t(3).defined() ? e.in[3] : e.w.constant(ones({channels}, cpu(), x.dtype()));
-  const std::string shift = e.t(4).defined() ? e.in[4] : e.w.constant(zeros({channels}, cpu(), x.dtype()));
-  return e.node("BatchNormalization", {e.in[0], scale, shift, e.in[1], e.in[2]},
-                {F("epsilon", e.r(1)), F("momentum", 1.0 - e.r(0)), I("training_mode", e.i(0))}, e.i(0) != 0 ? 3 : 1);
-}
-
-// group_norm as PyTorch exports it: InstanceNormalization over (N, G, rest), then the per-channel
-// weight and bias.
-std::string group_norm_row(Emit& e) {
-  const Tensor& x = e.t(0);
-  const std::int64_t groups = e.i(0), channels = x.shape().at(1);
-  const std::string grouped = e.node("Reshape", {e.in[0], e.w.ints({0, groups, -1})});
-  const std::string normal =
-      e.node("InstanceNormalization", {grouped, e.w.constant(ones({groups}, cpu(), x.dtype())), e.w.constant(zeros({groups}, cpu(), x.dtype()))},
-             {F("epsilon", e.r(0))});
-  const std::string y = e.node("Reshape", {normal, e.node("Shape", {e.in[0]})});
-  std::vector<std::int64_t> per_channel(static_cast<std::size_t>(x.ndim()) - 1, 1);
-  per_channel[0] = channels;
-  const std::string per = e.w.ints(per_channel);
-  return e.node("Add", {e.node("Mul", {y, e.node("Reshape", {e.in[1], per})}), e.node("Reshape", {e.in[2], per})});
-}
-
-// clamp(x, lo, hi) = lo + relu(x - lo) - relu(x - hi): the importer has no Clip, Max or Min.
-std::string clamp_row(Emit& e) {
-  const double lo = e.r(0), hi = e.r(1);
-  std::string y = e.in[0];
-  if (std::isfinite(hi)) y = e.node("Sub", {y, e.node("Relu", {e.node("Sub", {e.in[0], e.scalar(hi)})})});
-  if (std::isfinite(lo)) y = e.node("Add", {y, e.node("Relu", {e.node("Sub", {e.scalar(lo), e.in[0]})})});
-  return std::isfinite(lo) || std::isfinite(hi) ? y : e.node("Identity", {y});
-}
-
-// The table: every kten op with an ONNX form, by the name it records.
-const std::unordered_map<std::string_view, Row>& rows() {
-  static const std::unordered_map<std::string_view, Row> table = [] {
-    std::unordered_map<std::string_view, Row> t;
-    // Elementwise.
-    for (const auto& [name, type] : std::vector<std::pair<const char*, const char*>>{
-             {"kten::add", "Add"}, {"kten::sub", "Sub"}, {"kten::mul", "Mul"}, {"kten::div", "Div"}, {"kten::pow", "Pow"},
-             {"kten::matmul", "MatMul"}})
-      t.emplace(name, binary(type));
-    for (const auto& [name, type] : std::vector<std::pair<const char*, const char*>>{
-             {"kten::neg", "Neg"}, {"kten::exp", "Exp"}, {"kten::log", "Log"}, {"kten::sqrt", "Sqrt"}, {"kten::abs", "Abs"},
-             {"kten::sin", "Sin"}, {"kten::cos", "Cos"}, {"kten::erf", "Erf"}, {"kten::relu", "Relu"},
-             {"kten::sigmoid", "Sigmoid"}, {"kten::tanh", "Tanh"}, {"kten::contiguous", "Identity"}, {"kten::copyto", "Identity"}})
-      t.emplace(name, unary(type));
-    t.emplace("kten::add_scalar", with_scalar("Add"));
-    t.emplace("kten::sub_scalar", with_scalar("Sub"));
-    t.emplace("kten::rsub_scalar", with_scalar("Sub", true));
-    t.emplace("kten::mul_scalar", with_scalar("Mul"));
-    t.emplace("kten::div_scalar", with_scalar("Div"));
-    t.emplace("kten::rdiv_scalar", with_scalar("Div", true));
-    t.emplace("kten::pow_scalar", with_scalar("Pow"));
-    t.emplace("kten::fma", [](Emit& e) { return e.node("Add", {e.node("Mul", {e.in[0], e.in[1]}), e.in[2]}); });
-    t.emplace("kten::log1p", [](Emit& e) { return e.node("Log", {e.node("Add", {e.in[0], e.scalar(1)})}); });
-    t.emplace("kten::expm1", [](Emit& e) { return e.node("Sub", {e.node("Exp", {e.in[0]}), e.scalar(1)}); });
-    t.emplace("kten::astype", [](Emit& e) { return e.node("Cast", {e.in[0]}, {I("to", onnx_dtype(e.op.out.dtype()))}); });
-    t.emplace("kten::where", [](Emit& e) { return e.node("Where", {e.in.at(2), e.in[0], e.in[1]}); });
-    t.emplace("kten::eq", binary("Equal"));
-    t.emplace("kten::eq_scalar", with_scalar("Equal"));
-    // Activations (before opset 20 no Gelu: x/2 (1 + erf(x / sqrt 2)), as PyTorch exports it).
-    t.emplace("kten::gelu", [](Emit& e) {
-      if (e.opset >= 20) return e.node("Gelu", {e.in[0]});
-      const std::string erf = e.node("Erf", {e.node("Div", {e.in[0], e.scalar(std::sqrt(2.0))})});
-      return e.node("Mul", {e.node("Mul", {e.in[0], e.node("Add", {erf, e.scalar(1)})}), e.scalar(0.5)});
+// The export forms: the registry's entries' (src/ops), and nn's fused functions', which are no
+// registered op (layer_norm, dropout), by the name the tape records.
+const std::unordered_map<std::string_view, std::function<std::string(ops::OnnxEmit&)>>& rows() {
+  static const auto table = [] {
+    std::unordered_map<std::string_view, std::function<std::string(ops::OnnxEmit&)>> t;
+    for (const ops::OpDef& def : ops::registry())
+      for (const ops::OnnxExport& form : def.onnx_export)
+        if (!t.emplace(form.traced, form.write).second)
+          fail("onnx::save", "two export forms for ", form.traced, " (a bug in kten's op registry)");
+    t.emplace("kten::layer_norm", [](ops::OnnxEmit& e) {
+      return e.node("LayerNormalization", {e.in[0], e.in[1], e.in[2]},
+                    {ops::attr_i("axis", -1), ops::attr_f("epsilon", e.r(0))});
     });
-    t.emplace("kten::silu", [](Emit& e) { return e.node("Mul", {e.in[0], e.node("Sigmoid", {e.in[0]})}); });
-    t.emplace("kten::softplus", [](Emit& e) {  // ONNX's Softplus has beta 1 (and PyTorch's threshold 20 at load)
-      if (e.r(0) == 1) return e.node("Softplus", {e.in[0]});
-      const std::string beta = e.scalar(e.r(0));
-      return e.node("Div", {e.node("Softplus", {e.node("Mul", {e.in[0], beta})}), beta});
-    });
-    t.emplace("kten::leaky_relu", [](Emit& e) { return e.node("LeakyRelu", {e.in[0]}, {F("alpha", e.r(0))}); });
-    t.emplace("kten::clamp", clamp_row);
-    t.emplace("kten::dropout", [](Emit& e) {  // recorded only in training mode
+    t.emplace("kten::dropout", [](ops::OnnxEmit& e) {  // recorded only in training mode
       return e.node("Dropout", {e.in[0], e.scalar(e.r(0)), e.w.constant(full({}, 1, cpu(), boolean))});
-    });
-    // Rows and reductions.
-    t.emplace("kten::softmax", [](Emit& e) { return e.node("Softmax", {e.in[0]}, {I("axis", e.i(0))}); });
-    t.emplace("kten::log_softmax", [](Emit& e) { return e.node("LogSoftmax", {e.in[0]}, {I("axis", e.i(0))}); });
-    t.emplace("kten::sum", [](Emit& e) {
-      return e.node("ReduceSum", {e.in[0], e.w.ints(e.op.attrs.ints)}, {I("keepdims", e.op.attrs.keepdim ? 1 : 0)});
-    });
-    for (const auto& [name, type] : std::vector<std::pair<const char*, const char*>>{{"kten::mean", "ReduceMean"}, {"kten::max", "ReduceMax"}})
-      t.emplace(name, [type = type](Emit& e) {
-        const Attr keep = I("keepdims", e.op.attrs.keepdim ? 1 : 0);
-        if (e.opset >= 18) return e.node(type, {e.in[0], e.w.ints(e.op.attrs.ints)}, {keep});
-        return e.node(type, {e.in[0]}, {Is("axes", e.op.attrs.ints), keep});
-      });
-    t.emplace("kten::layer_norm", [](Emit& e) {
-      return e.node("LayerNormalization", {e.in[0], e.in[1], e.in[2]}, {I("axis", -1), F("epsilon", e.r(0))});
-    });
-    t.emplace("kten::linear", [](Emit& e) {  // x W^T + b: Gemm for a matrix
-      const bool bias = e.in.size() > 2;
-      if (e.t(0).ndim() == 2) {
-        std::vector<std::string> inputs{e.in[0], e.in[1]};
-        if (bias) inputs.push_back(e.in[2]);
-        return e.node("Gemm", inputs, {I("transB", 1)});
-      }
-      const std::string y = e.node("MatMul", {e.in[0], e.node("Transpose", {e.in[1]})});
-      return bias ? e.node("Add", {y, e.in[2]}) : y;
-    });
-    // Shapes and views.
-    t.emplace("kten::reshape", reshape_row);
-    t.emplace("kten::expand", expand_row);
-    t.emplace("kten::transpose", [](Emit& e) {
-      std::vector<std::int64_t> perm;
-      for (int d = 0; d < e.t(0).ndim(); ++d) perm.push_back(d);
-      std::swap(perm.at(static_cast<std::size_t>(e.i(0))), perm.at(static_cast<std::size_t>(e.i(1))));
-      return e.node("Transpose", {e.in[0]}, {Is("perm", perm)});
-    });
-    t.emplace("kten::permute", [](Emit& e) { return e.node("Transpose", {e.in[0]}, {Is("perm", e.op.attrs.ints)}); });
-    t.emplace("kten::narrow", [](Emit& e) {
-      return e.node("Slice", {e.in[0], e.w.ints({e.i(1)}), e.w.ints({e.i(1) + e.i(2)}), e.w.ints({e.i(0)})});
-    });
-    t.emplace("kten::select", [](Emit& e) {
-      return e.node("Gather", {e.in[0], e.w.constant(full({}, static_cast<double>(e.i(1)), cpu(), int64))}, {I("axis", e.i(0))});
-    });
-    t.emplace("kten::unsqueeze", [](Emit& e) { return e.node("Unsqueeze", {e.in[0], e.w.ints({e.i(0)})}); });
-    t.emplace("kten::squeeze", [](Emit& e) { return e.node("Squeeze", {e.in[0], e.w.ints(e.op.attrs.ints)}); });
-    t.emplace("kten::cat", [](Emit& e) { return e.node("Concat", e.in, {I("axis", e.i(0))}); });
-    // Indexing (the index follows the tensors autograd tracks).
-    t.emplace("kten::embedding", [](Emit& e) { return e.node("Gather", {e.in[0], e.in.at(1)}, {I("axis", 0)}); });
-    t.emplace("kten::index_select", [](Emit& e) { return e.node("Gather", {e.in[0], e.in.at(1)}, {I("axis", e.i(0))}); });
-    t.emplace("kten::gather", [](Emit& e) { return e.node("GatherElements", {e.in[0], e.in.at(1)}, {I("axis", e.i(0))}); });
-    for (const char* name : {"kten::scatter_add", "kten::index_add", "kten::scatter_reduce"})
-      t.emplace(name, [](Emit& e) {
-        if (e.i(1) != 0 || e.i(2) != 1) e.refuse("only the sum including x (scatter_add) has an ONNX form (ScatterElements)");
-        return e.node("ScatterElements", {e.in[0], e.in.at(2), e.in[1]}, {I("axis", e.i(0)), S("reduction", "add")});
-      });
-    // Grids.
-    const char* const conv_names[3] = {"kten::conv1d", "kten::conv2d", "kten::conv3d"};
-    const char* const conv_t_names[3] = {"kten::conv_transpose1d", "kten::conv_transpose2d", "kten::conv_transpose3d"};
-    const char* const max_names[3] = {"kten::max_pool1d", "kten::max_pool2d", "kten::max_pool3d"};
-    const char* const avg_names[3] = {"kten::avg_pool1d", "kten::avg_pool2d", "kten::avg_pool3d"};
-    const char* const adaptive_names[3] = {"kten::adaptive_avg_pool1d", "kten::adaptive_avg_pool2d", "kten::adaptive_avg_pool3d"};
-    for (int d = 1; d <= 3; ++d) {
-      t.emplace(conv_names[d - 1], convolution(d, false));
-      t.emplace(conv_t_names[d - 1], convolution(d, true));
-      t.emplace(max_names[d - 1], pooling(d, false));
-      t.emplace(avg_names[d - 1], pooling(d, true));
-      t.emplace(adaptive_names[d - 1], adaptive_pooling(d));
-    }
-    t.emplace("kten::interpolate_linear", resize(1));
-    t.emplace("kten::interpolate_bilinear", resize(2));
-    t.emplace("kten::interpolate_trilinear", resize(3));
-    t.emplace("kten::interpolate_nearest", [](Emit& e) { return resize(e.t(0).ndim() - 2)(e); });
-    t.emplace("kten::pad", pad_row);
-    t.emplace("kten::batch_norm", batch_norm_row);
-    t.emplace("kten::group_norm", group_norm_row);
-    t.emplace("kten::instance_norm", [](Emit& e) {
-      return e.node("InstanceNormalization", {e.in[0], e.in[1], e.in[2]}, {F("epsilon", e.r(0))});
     });
     return t;
   }();
@@ -614,7 +257,7 @@ class Exporter {
       const TracedOp& o = ops[k];
       const auto row = rows().find(o.name);
       if (row == rows().end()) fail(op_, o.name, " (in module '", module_.name(), "') has no ONNX form");
-      Emit e{w_, o, {}, opset_};
+      ops::OnnxEmit e{w_, o, {}, opset_};
       for (std::size_t i = 0; i < o.in.size(); ++i) {
         const int s = sources[k][i];
         e.in.push_back(s >= 0 ? outputs[static_cast<std::size_t>(s)] : external(o.in[i]));

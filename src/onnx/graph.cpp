@@ -149,7 +149,7 @@ void Model::to(DType dtype) {
 
 std::vector<SupportedOp> supported_ops() {
   std::vector<SupportedOp> ops;
-  for (const OpImpl& impl : op_table()) ops.push_back({impl.name, impl.first_opset, impl.last_opset});
+  for (const OpImpl& impl : op_table()) ops.push_back({impl.op_type, impl.first_opset, impl.last_opset});
   return ops;
 }
 

@@ -27,15 +27,7 @@ namespace kten::onnx::detail {
 
 using kten::detail::fail;
 
-int onnx_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::float32: return ::onnx::TensorProto_DataType_FLOAT;
-    case DType::float64: return ::onnx::TensorProto_DataType_DOUBLE;
-    case DType::int64: return ::onnx::TensorProto_DataType_INT64;
-    case DType::boolean: return ::onnx::TensorProto_DataType_BOOL;
-  }
-  return ::onnx::TensorProto_DataType_UNDEFINED;
-}
+int onnx_dtype(DType dtype) { return ops::onnx_element_code(dtype); }
 
 std::string onnx_type_name(int code) {
   // The codes Debian 12's onnx 1.12 knows, then those added since (float8 in IR 9, 4-bit in IR 10,
@@ -54,15 +46,7 @@ bool checker_judges(const ::onnx::ModelProto& model) {
   return model.ir_version() <= 8 && model.functions_size() == 0;
 }
 
-bool kten_dtype(int code, DType& dtype) {
-  switch (code) {
-    case ::onnx::TensorProto_DataType_FLOAT: dtype = DType::float32; return true;
-    case ::onnx::TensorProto_DataType_DOUBLE: dtype = DType::float64; return true;
-    case ::onnx::TensorProto_DataType_INT64: dtype = DType::int64; return true;
-    case ::onnx::TensorProto_DataType_BOOL: dtype = DType::boolean; return true;
-    default: return false;
-  }
-}
+bool kten_dtype(int code, DType& dtype) { return ops::onnx_element_dtype(code, dtype); }
 
 namespace {
 

@@ -52,16 +52,35 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return extremum<Minimum>("kte
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+std::vector<Tensor> pow_op(OnnxCall& c) {
+  // A constant one-value exponent (x ** 2 in PyTorch) is the scalar power: PyTorch's values for a
+  // negative base and its gradient.
+  if (c.host.size() > 1 && c.host[1].defined() && c.host[1].numel() == 1)
+    return {registered("pow_scalar", {c.at(0)}, ops::OpAttrs::of_reals({c.real(1)}))};
+  return {registered("pow", {c.at(0), c.at(1).astype(c.at(0).dtype())})};
+}
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp).
 std::vector<OpDef> binary_math_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
   const Domain real = Domain::real, positive = Domain::positive;
-  return {
+  std::vector<OpDef> rows = {
       {"pow", "pow(Tensor,Tensor)", 2, {positive, real}, DTypes::floating, true, [](X x, A) { return pow(x[0], x[1]); }},
       {"maximum", "maximum(Tensor,Tensor)", 2, {Domain::distinct}, DTypes::floating, true, [](X x, A) { return maximum(x[0], x[1]); }},
       {"minimum", "minimum(Tensor,Tensor)", 2, {Domain::distinct}, DTypes::floating, true, [](X x, A) { return minimum(x[0], x[1]); }},
   };
+  set_onnx(rows, "pow", {{"Pow", 13, kOnnxLastOpset, 2, 2, 1, true, pow_op, nullptr, 0}},
+           {onnx_node_of("kten::pow", "Pow")});
+  return rows;
 }
 
 }  // namespace kten::ops

@@ -154,6 +154,18 @@ Tensor where(const Tensor& cond, double a, const Tensor& b) {
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+std::vector<Tensor> where_op(OnnxCall& c) { return {registered("where", {c.at(0), c.at(1), c.at(2)})}; }
+
+std::vector<Tensor> equal(OnnxCall& c) { return {registered("eq", {c.at(0), c.at(1)})}; }
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp). Comparisons are not differentiable.
 std::vector<OpDef> compare_ops() {
   using X = const std::vector<Tensor>&;
@@ -162,7 +174,7 @@ std::vector<OpDef> compare_ops() {
   {#name, #name "(Tensor,Tensor)", 2, {Domain::real}, DTypes::any, false, [](X x, A) { return name(x[0], x[1]); }}, \
   {#name "_scalar", #name "(Tensor,double)", 1, {Domain::real}, DTypes::any, false,                          \
    [](X x, A a) { return name(x[0], a.reals.at(0)); }}
-  return {
+  std::vector<OpDef> rows = {
       KTEN_COMPARISON_OPS(eq), KTEN_COMPARISON_OPS(ne), KTEN_COMPARISON_OPS(lt),
       KTEN_COMPARISON_OPS(le), KTEN_COMPARISON_OPS(gt), KTEN_COMPARISON_OPS(ge),
       // the condition is the first input, a boolean tensor
@@ -172,6 +184,14 @@ std::vector<OpDef> compare_ops() {
       {"where_scalar_a", "where(Tensor,double,Tensor)", 2, {Domain::real}, DTypes::any, true,
        [](X x, A a) { return where(x[0], a.reals.at(0), x[1]); }},
   };
+  set_onnx(rows, "eq", {{"Equal", 13, kOnnxLastOpset, 2, 2, 1, true, equal, nullptr, 0}},
+           {onnx_node_of("kten::eq", "Equal")});
+  set_onnx(rows, "eq_scalar", {}, {onnx_with_scalar("kten::eq_scalar", "Equal")});
+  set_onnx(rows, "where", {{"Where", 13, kOnnxLastOpset, 3, 3, 1, true, where_op, nullptr, 0}},
+           {{"kten::where", [](OnnxEmit& e) {
+               return e.node("Where", {e.in.at(2), e.in[0], e.in[1]});
+             }}});
+  return rows;
 #undef KTEN_COMPARISON_OPS
 }
 

@@ -1484,6 +1484,101 @@ Tensor conv_transpose_row(const std::vector<Tensor>& x, const OpAttrs& a, int di
 }
 }  // namespace
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+// A convolution's window and its group count (PyTorch's groups, at least 1).
+void check_conv(const OnnxNode& n) {
+  check_window(n);
+  const std::int64_t group = node_int(n, "group", 1);
+  if (group < 1) onnx_invalid(n, "attribute 'group' is " + std::to_string(group) + "; it must be at least 1");
+}
+
+std::vector<Tensor> onnx_conv(OnnxCall& c) {
+  Tensor x = c.at(0);
+  const Tensor& w = c.at(1);
+  const int spatial = spatial_axes(c, x);
+  Window win = window_of(c, spatial, Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()));
+  const Tensor b = c.has(2) ? c.in[2] : Tensor();
+  const std::int64_t groups = c.attr_int("group", 1);
+  if (!win.symmetric()) {  // kten's convolutions pad both sides alike: uneven pads go first
+    x = pad(x, torch_pads(win.begin, win.end));
+    win.begin.assign(win.begin.size(), 0);
+  }
+  using Conv = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Shape&, const Shape&,
+                          const Shape&, std::int64_t);
+  const Conv by_rank[3] = {conv1d, conv2d, conv3d};
+  if (Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()) != win.kernel)
+    fail<ShapeError>("onnx", c.where(), ": kernel_shape ", win.kernel, " differs from the weight's ",
+                     w.shape());
+  return {by_rank[spatial - 1](x, w, b, win.stride, win.begin, win.dilation, groups)};
+}
+
+void check_conv_transpose(const OnnxNode& n) {
+  check_conv(n);
+  const auto it = n.attributes.find("output_padding");
+  if (it != n.attributes.end())
+    for (std::int64_t p : it->second.ints)
+      if (p < 0 || p > kMaxWindow)
+        onnx_invalid(
+            n, "attribute 'output_padding' holds " + std::to_string(p) + "; it must lie in [0, 2^31 - 1]");
+  if (n.attributes.count("output_shape")) onnx_refuse(n, "output_shape (give pads and output_padding)");
+}
+
+std::vector<Tensor> onnx_conv_transpose(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const Tensor& w = c.at(1);
+  const int spatial = spatial_axes(c, x);
+  const Window win = window_of(c, spatial, Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()));
+  const Shape output_padding = c.attr_ints("output_padding", Shape(static_cast<std::size_t>(spatial), 0));
+  const Tensor b = c.has(2) ? c.in[2] : Tensor();
+  const std::int64_t groups = c.attr_int("group", 1);
+  using ConvT = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Shape&, const Shape&,
+                           const Shape&, std::int64_t, const Shape&);
+  const ConvT by_rank[3] = {conv_transpose1d, conv_transpose2d, conv_transpose3d};
+  if (win.symmetric())
+    return {by_rank[spatial - 1](x, w, b, win.stride, win.begin, output_padding, groups, win.dilation)};
+  // Uneven pads crop the unpadded result: `begin` elements before, `end` after.
+  Tensor y = by_rank[spatial - 1](x, w, b, win.stride, Shape(win.begin.size(), 0), output_padding, groups,
+                                  win.dilation);
+  for (int i = 0; i < spatial; ++i) {
+    const std::int64_t keep = y.size(i + 2) - win.begin[i] - win.end[i];
+    if (keep < 1) fail<ShapeError>("onnx", c.where(), ": pads leave no output along spatial axis ", i);
+    y = y.narrow(i + 2, win.begin[i], keep);
+  }
+  return {y};
+}
+
+
+// Conv and ConvTranspose: attributes as the registry orders them (conv.cpp).
+std::function<std::string(OnnxEmit&)> convolution(int dims, bool transposed) {
+  return [dims, transposed](OnnxEmit& e) {
+    spatial_of(e, dims);
+    const auto n = static_cast<std::size_t>(dims);
+    const Shape& w = e.t(1).shape();
+    const std::vector<std::int64_t> stride = e.ints(0, n), pad = e.ints(n, n);
+    std::vector<OnnxAttr> attrs{attr_is("kernel_shape", Shape(w.begin() + 2, w.end())),
+                                attr_is("strides", stride), attr_is("pads", onnx_pads(pad, pad))};
+    if (transposed) {
+      attrs.push_back(attr_is("output_padding", e.ints(2 * n, n)));
+      attrs.push_back(attr_i("group", e.i(3 * n)));
+      attrs.push_back(attr_is("dilations", e.ints(3 * n + 1, n)));
+    } else {
+      attrs.push_back(attr_is("dilations", e.ints(2 * n, n)));
+      attrs.push_back(attr_i("group", e.i(3 * n)));
+    }
+    std::vector<std::string> inputs{e.in[0], e.in[1]};
+    if (e.in.size() > 2) inputs.push_back(e.in[2]);
+    return e.node(transposed ? "ConvTranspose" : "Conv", inputs, attrs);
+  };
+}
+
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp). Attributes: conv{d}d's ints are stride,
 // padding, dilation (d values each) and groups; conv_transpose{d}d's stride, padding,
 // output_padding, groups, dilation; pad's ints are the pads, its reals the mode (PaddingMode's
@@ -1493,7 +1588,7 @@ std::vector<OpDef> conv_ops() {
   using A = const OpAttrs&;
   const Domain real = Domain::real;
   const DTypes floating = DTypes::floating;
-  return {
+  std::vector<OpDef> rows = {
       {"conv1d", "conv1d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t)", 3, {real}, floating, true, [](X x, A a) { return conv_row(x, a, 1); }},
       {"conv2d", "conv2d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t)", 3, {real}, floating, true, [](X x, A a) { return conv_row(x, a, 2); }},
       {"conv3d", "conv3d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t)", 3, {real}, floating, true, [](X x, A a) { return conv_row(x, a, 3); }},
@@ -1503,9 +1598,19 @@ std::vector<OpDef> conv_ops() {
        [](X x, A a) { return conv_transpose_row(x, a, 2); }},
       {"conv_transpose3d", "conv_transpose3d(Tensor,Tensor,Tensor,Shape,Shape,Shape,int64_t,Shape)", 3, {real}, floating, true,
        [](X x, A a) { return conv_transpose_row(x, a, 3); }},
-      {"pad", "pad(Tensor,Shape,nn::PaddingMode,double)", 1, {real}, floating, true,
-       [](X x, A a) { return pad(x[0], a.ints, static_cast<nn::PaddingMode>(static_cast<int>(a.reals.at(0))), a.reals.at(1)); }},
   };
+  // Conv and ConvTranspose take 1 to 3 spatial axes: the 2-D rows carry them.
+  set_onnx(rows, "conv1d", {}, {{"kten::conv1d", convolution(1, false)}});
+  set_onnx(rows, "conv2d", {{"Conv", 13, kOnnxLastOpset, 2, 3, 1, true, onnx_conv, check_conv, 0}},
+           {{"kten::conv2d", convolution(2, false)}});
+  set_onnx(rows, "conv3d", {}, {{"kten::conv3d", convolution(3, false)}});
+  set_onnx(rows, "conv_transpose1d", {}, {{"kten::conv_transpose1d", convolution(1, true)}});
+  set_onnx(
+      rows, "conv_transpose2d",
+      {{"ConvTranspose", 13, kOnnxLastOpset, 2, 3, 1, true, onnx_conv_transpose, check_conv_transpose, 0}},
+      {{"kten::conv_transpose2d", convolution(2, true)}});
+  set_onnx(rows, "conv_transpose3d", {}, {{"kten::conv_transpose3d", convolution(3, true)}});
+  return rows;
 }
 
 }  // namespace kten::ops

@@ -248,12 +248,41 @@ Tensor Tensor::astype(DType dtype) const {
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+constexpr char k_add[] = "add", k_sub[] = "sub", k_mul[] = "mul", k_div[] = "div";
+
+std::vector<Tensor> onnx_cast(OnnxCall& c) {
+  DType dtype;
+  onnx_element_dtype(static_cast<int>(c.attr_int("to", 1)), dtype);  // checked at load
+  return {registered("Tensor::astype", {c.at(0)}, [&] {
+    ops::OpAttrs a;
+    a.dtype = dtype;
+    return a;
+  }())};
+}
+
+void check_cast(const OnnxNode& n) {
+  const auto it = n.attributes.find("to");
+  DType dtype;
+  if (it == n.attributes.end() || !onnx_element_dtype(static_cast<int>(it->second.i), dtype))
+    fail<FormatError>("onnx", "node '", n.name, "' (Cast): casting to ONNX element type ",
+                      it == n.attributes.end() ? -1 : it->second.i,
+                      " is not supported (float, double, int64, bool)");
+}
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp): each public operation above, once.
 std::vector<OpDef> elementwise_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
   const Domain real = Domain::real, nonzero = Domain::nonzero;
-  return {
+  std::vector<OpDef> rows = {
       {"add", "operator+(Tensor,Tensor)", 2, {real}, DTypes::floating, true, [](X x, A) { return x[0] + x[1]; }},
       {"sub", "operator-(Tensor,Tensor)", 2, {real}, DTypes::floating, true, [](X x, A) { return x[0] - x[1]; }},
       {"mul", "operator*(Tensor,Tensor)", 2, {real}, DTypes::floating, true, [](X x, A) { return x[0] * x[1]; }},
@@ -270,6 +299,28 @@ std::vector<OpDef> elementwise_ops() {
       {"fma", "fma(Tensor,Tensor,Tensor)", 3, {real}, DTypes::floating, true, [](X x, A) { return fma(x[0], x[1], x[2]); }},
       {"Tensor::astype", "Tensor::astype(DType)", 1, {real}, DTypes::any, true, [](X x, A a) { return x[0].astype(a.dtype); }},
   };
+  set_onnx(rows, "add", {{"Add", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_add>, nullptr, 0}},
+           {onnx_node_of("kten::add", "Add")});
+  set_onnx(rows, "sub", {{"Sub", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_sub>, nullptr, 0}},
+           {onnx_node_of("kten::sub", "Sub")});
+  set_onnx(rows, "mul", {{"Mul", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_mul>, nullptr, 0}},
+           {onnx_node_of("kten::mul", "Mul")});
+  set_onnx(rows, "div", {{"Div", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_div>, nullptr, 0}},
+           {onnx_node_of("kten::div", "Div")});
+  set_onnx(rows, "add_scalar", {}, {onnx_with_scalar("kten::add_scalar", "Add")});
+  set_onnx(rows, "sub_scalar", {}, {onnx_with_scalar("kten::sub_scalar", "Sub")});
+  set_onnx(rows, "rsub_scalar", {}, {onnx_with_scalar("kten::rsub_scalar", "Sub", true)});
+  set_onnx(rows, "mul_scalar", {}, {onnx_with_scalar("kten::mul_scalar", "Mul")});
+  set_onnx(rows, "div_scalar", {}, {onnx_with_scalar("kten::div_scalar", "Div")});
+  set_onnx(rows, "rdiv_scalar", {}, {onnx_with_scalar("kten::rdiv_scalar", "Div", true)});
+  set_onnx(rows, "fma", {}, {{"kten::fma", [](OnnxEmit& e) {
+                                return e.node("Add", {e.node("Mul", {e.in[0], e.in[1]}), e.in[2]});
+                              }}});
+  set_onnx(rows, "Tensor::astype", {{"Cast", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_cast, check_cast, 0}},
+           {{"kten::astype", [](OnnxEmit& e) {
+               return e.node("Cast", {e.in[0]}, {attr_i("to", onnx_element_code(e.op.out.dtype()))});
+             }}});
+  return rows;
 }
 
 }  // namespace kten::ops

@@ -25,7 +25,12 @@ namespace kten::ops {
 std::vector<OpDef> extremum_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
-  return {KTEN_REDUCTION_OPS(max, Domain::distinct), KTEN_REDUCTION_OPS(min, Domain::distinct)};
+  std::vector<OpDef> rows = {KTEN_REDUCTION_OPS(max, Domain::distinct), KTEN_REDUCTION_OPS(min, Domain::distinct)};
+  // ONNX forms (onnx_forms.hpp): the reductions' (reduce.cpp)
+  set_onnx(rows, "max_axes", {{"ReduceMax", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}},
+           {onnx_reduction_of("kten::max", "ReduceMax")});
+  set_onnx(rows, "min_axes", {{"ReduceMin", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}});
+  return rows;
 }
 
 }  // namespace kten::ops

@@ -237,11 +237,59 @@ Tensor gather(const Tensor& x, int axis, const Tensor& index) {
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+std::vector<Tensor> gather_op(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const int axis = onnx_axis(c, c.attr_int("axis", 0), x.ndim());
+  Tensor index = c.at(1);
+  // Indices known on the host (a dimension of a Shape, a constant) are checked and wrapped there
+  // (negative ones count from the end) and picked as views: no device synchronisation, unlike
+  // index_select's check of device indices.
+  if (c.host.size() > 1 && c.host[1].defined()) {
+    std::vector<std::int64_t> v = c.ints(1);
+    for (std::int64_t& i : v) {
+      if (i < -x.size(axis) || i >= x.size(axis))
+        fail<IndexError>("onnx", c.where(), ": index ", i, " is outside extent ", x.size(axis), " of axis ",
+                         axis);
+      if (i < 0) i += x.size(axis);
+    }
+    if (c.host[1].ndim() == 0) return {x.select(axis, v[0])};
+    if (v.size() <= 64) {
+      std::vector<Tensor> picked;
+      for (std::int64_t i : v) picked.push_back(x.narrow(axis, i, 1));
+      Shape shape(x.shape().begin(), x.shape().begin() + axis);
+      shape.insert(shape.end(), c.host[1].shape().begin(), c.host[1].shape().end());
+      shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+      return {(v.empty() ? x.narrow(axis, 0, 0) : registered("cat", picked, ops::OpAttrs::of_ints({axis})))
+                  .reshape(shape)};
+    }
+    index = tensor(v, c.host[1].shape(), x.device());
+  }
+  Shape shape(x.shape().begin(), x.shape().begin() + axis);
+  shape.insert(shape.end(), index.shape().begin(), index.shape().end());
+  shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+  const Tensor picked =
+      registered("index_select", {x, index.reshape({index.numel()})}, ops::OpAttrs::of_ints({axis}));
+  return {picked.reshape(shape)};
+}
+
+std::vector<Tensor> gather_elements(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  return {gather(x, onnx_axis(c, c.attr_int("axis", 0), x.ndim()), c.at(1))};
+}
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp). Index tensors (int64) are the second input.
 std::vector<OpDef> indexing_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
-  return {
+  std::vector<OpDef> rows = {
       {"argmax_axis", "argmax(Tensor,int,bool)", 1, {Domain::distinct}, DTypes::floating, false,
        [](X x, A a) { return argmax(x[0], axis_of(a), a.keepdim); }},
       {"argmax", "argmax(Tensor)", 1, {Domain::distinct}, DTypes::floating, false, [](X x, A) { return argmax(x[0]); }},
@@ -250,6 +298,16 @@ std::vector<OpDef> indexing_ops() {
       {"gather", "gather(Tensor,int,Tensor)", 2, {Domain::real}, DTypes::any, true,
        [](X x, A a) { return gather(x[0], axis_of(a), x[1]); }},
   };
+  set_onnx(rows, "index_select", {{"Gather", 13, kOnnxLastOpset, 2, 2, 1, true, gather_op, nullptr, 0b10}},
+           {{"kten::index_select", [](OnnxEmit& e) {
+               return e.node("Gather", {e.in[0], e.in.at(1)}, {attr_i("axis", e.i(0))});
+             }}});
+  set_onnx(rows, "gather",
+           {{"GatherElements", 13, kOnnxLastOpset, 2, 2, 1, true, gather_elements, nullptr, 0}},
+           {{"kten::gather", [](OnnxEmit& e) {
+               return e.node("GatherElements", {e.in[0], e.in.at(1)}, {attr_i("axis", e.i(0))});
+             }}});
+  return rows;
 }
 
 }  // namespace kten::ops

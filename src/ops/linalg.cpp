@@ -177,14 +177,60 @@ Tensor transpose(const Tensor& x) {
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+std::vector<Tensor> onnx_gemm(OnnxCall& c) {
+  const Tensor& a = c.at(0);
+  const Tensor& b = c.at(1);
+  if (a.ndim() != 2 || b.ndim() != 2)
+    fail<ShapeError>("onnx", c.where(), ": A and B must be 2-D, not ", a.shape(), " and ", b.shape());
+  const bool ta = c.attr_int("transA", 0) != 0, tb = c.attr_int("transB", 0) != 0;
+  const double alpha = c.attr_real("alpha", 1.0), beta = c.attr_real("beta", 1.0);
+  const std::int64_t n = tb ? b.size(0) : b.size(1);
+  // PyTorch's Linear: x W^T + b in one GEMM with the bias in its epilogue, as nn::Linear runs.
+  if (!ta && tb && alpha == 1 && beta == 1 && (!c.has(2) || (c.in[2].ndim() == 1 && c.in[2].size(0) == n)) &&
+      a.size(1) == b.size(1) && is_floating(a.dtype()) && a.dtype() == b.dtype() &&
+      a.device() == b.device() &&
+      (!c.has(2) || (c.in[2].dtype() == a.dtype() && c.in[2].device() == a.device())))
+    return {kten::detail::linear(a, b, c.has(2) ? &c.in[2] : nullptr)};
+  Tensor y = registered("matmul", {ta ? a.transpose() : a, tb ? b.transpose() : b});
+  if (alpha != 1) y = y * alpha;
+  if (c.has(2)) y = y + (beta != 1 ? c.in[2] * beta : c.in[2]);
+  return {y};
+}
+
+std::vector<Tensor> matmul_op(OnnxCall& c) { return {registered("matmul", {c.at(0), c.at(1)})}; }
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp).
 std::vector<OpDef> linalg_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
-  return {
+  std::vector<OpDef> rows = {
       {"matmul", "matmul(Tensor,Tensor)", 2, {Domain::real}, DTypes::floating, true, [](X x, A) { return matmul(x[0], x[1]); }},
       {"transpose", "transpose(Tensor)", 1, {Domain::real}, DTypes::any, true, [](X x, A) { return transpose(x[0]); }},
   };
+  // matmul also carries Linear's forms (kten::detail::linear: the product with its bias).
+  set_onnx(rows, "matmul",
+           {{"MatMul", 13, kOnnxLastOpset, 2, 2, 1, true, matmul_op, nullptr, 0},
+            {"Gemm", 13, kOnnxLastOpset, 2, 3, 1, true, onnx_gemm, nullptr, 0}},
+           {onnx_node_of("kten::matmul", "MatMul"),
+            {"kten::linear", [](OnnxEmit& e) {  // x W^T + b: Gemm for a matrix
+               const bool bias = e.in.size() > 2;
+               if (e.t(0).ndim() == 2) {
+                 std::vector<std::string> inputs{e.in[0], e.in[1]};
+                 if (bias) inputs.push_back(e.in[2]);
+                 return e.node("Gemm", inputs, {attr_i("transB", 1)});
+               }
+               const std::string y = e.node("MatMul", {e.in[0], e.node("Transpose", {e.in[1]})});
+               return bias ? e.node("Add", {y, e.in[2]}) : y;
+             }}});
+  return rows;
 }
 
 }  // namespace kten::ops

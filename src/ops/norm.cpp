@@ -586,13 +586,113 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
 
 namespace ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+std::vector<Tensor> batch_normalization(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const Tensor& running_mean = c.at(3);
+  const Tensor& running_var = c.at(4);
+  // ONNX's momentum weighs the running value, PyTorch's (and kten's) the batch's.
+  const double momentum = 1.0 - c.attr_real("momentum", 0.9), eps = c.attr_real("epsilon", 1e-5);
+  // The model's mode decides, as for nn::BatchNorm (training_mode only sets the mode load() starts in).
+  if (!c.training)  // opset 13's saved statistics: never read (import.cpp)
+    return {batch_norm(x, running_mean, running_var, c.at(1), c.at(2), false, momentum, eps), running_mean,
+            running_var, Tensor(), Tensor()};
+  // Training: normalised by the batch's statistics; the running variance then takes the batch's
+  // population variance, as ONNX specifies and ONNX Runtime computes (PyTorch's module takes the
+  // unbiased one, n / (n - 1) times it). Two more passes over x, in training mode only.
+  const Tensor y = batch_norm(x, Tensor(), Tensor(), c.at(1), c.at(2), true, momentum, eps);
+  if (x.numel() > 0) {
+    NoGradGuard no_grad;  // running statistics change in place, off the tape
+    std::vector<int> axes{0};
+    for (int a = 2; a < x.ndim(); ++a) axes.push_back(a);
+    const Tensor batch_mean = mean(x.detach(), axes, true);
+    const Tensor centred = x.detach() - batch_mean;
+    running_mean.copy_from(running_mean * (1 - momentum) +
+                           batch_mean.reshape(running_mean.shape()) * momentum);
+    running_var.copy_from(running_var * (1 - momentum) + mean(centred * centred, axes) * momentum);
+  }
+  return {y, running_mean, running_var, Tensor(), Tensor()};
+}
+
+std::vector<Tensor> instance_normalization(OnnxCall& c) {
+  return {instance_norm(c.at(0), {}, {}, c.at(1), c.at(2), true, 0.1, c.attr_real("epsilon", 1e-5))};
+}
+
+// GroupNormalization: opset 18 scales and shifts per group, opset 21 per channel (PyTorch's).
+void check_group_norm(const OnnxNode& n) {
+  check_stash_type(n);
+  const auto groups = n.attributes.find("num_groups");
+  if (groups == n.attributes.end() || groups->second.kind != OnnxAttribute::integer || groups->second.i < 1)
+    onnx_invalid(n, "attribute 'num_groups' must be given, an integer of at least 1");
+}
+
+std::vector<Tensor> group_normalization(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const std::int64_t groups = c.attr_int("num_groups", 1);
+  if (x.ndim() < 2 || x.size(1) % groups != 0)
+    fail<ShapeError>("onnx", c.where(), ": ", groups, " groups do not divide the channels of ", x.shape());
+  Tensor scale = c.at(1), bias = c.at(2);
+  if (c.opset() < 21) {  // one value per group, repeated over its channels
+    if (scale.numel() != groups || bias.numel() != groups)
+      fail<ShapeError>("onnx", c.where(), ": at opset ", c.opset(),
+                       " scale and bias hold one value per group (", groups, "), not ", scale.shape(),
+                       " and ", bias.shape());
+    const Shape per_channel{groups, x.size(1) / groups};
+    scale = scale.reshape({groups, 1}).expand(per_channel).reshape({x.size(1)});
+    bias = bias.reshape({groups, 1}).expand(per_channel).reshape({x.size(1)});
+  }
+  return {group_norm(x, groups, scale, bias, c.attr_real("epsilon", 1e-5))};
+}
+
+// batch_norm as BatchNormalization: the running statistics are inputs (buffers at load), the mode
+// the call's (training mode has the updated statistics as outputs too, as ONNX requires, which
+// nothing reads: load() updates the buffers in place). ONNX's momentum weighs the running value,
+// kten's (PyTorch's) the batch's.
+std::string batch_norm_row(OnnxEmit& e) {
+  const Tensor& x = e.t(0);
+  if (!e.t(1).defined() || !e.t(2).defined())
+    e.refuse("batch statistics without running ones (track_running_stats = false) have no ONNX form");
+  const std::int64_t channels = x.shape().at(1);
+  const std::string scale = e.t(3).defined() ? e.in[3] : e.w.constant(ones({channels}, cpu(), x.dtype()));
+  const std::string shift = e.t(4).defined() ? e.in[4] : e.w.constant(zeros({channels}, cpu(), x.dtype()));
+  return e.node(
+      "BatchNormalization", {e.in[0], scale, shift, e.in[1], e.in[2]},
+      {attr_f("epsilon", e.r(1)), attr_f("momentum", 1.0 - e.r(0)), attr_i("training_mode", e.i(0))},
+      e.i(0) != 0 ? 3 : 1);
+}
+
+// group_norm as PyTorch exports it: InstanceNormalization over (N, G, rest), then the per-channel
+// weight and bias.
+std::string group_norm_row(OnnxEmit& e) {
+  const Tensor& x = e.t(0);
+  const std::int64_t groups = e.i(0), channels = x.shape().at(1);
+  const std::string grouped = e.node("Reshape", {e.in[0], e.w.ints({0, groups, -1})});
+  const std::string normal = e.node("InstanceNormalization",
+                                    {grouped, e.w.constant(ones({groups}, cpu(), x.dtype())),
+                                     e.w.constant(zeros({groups}, cpu(), x.dtype()))},
+                                    {attr_f("epsilon", e.r(0))});
+  const std::string y = e.node("Reshape", {normal, e.node("Shape", {e.in[0]})});
+  std::vector<std::int64_t> per_channel(static_cast<std::size_t>(x.ndim()) - 1, 1);
+  per_channel[0] = channels;
+  const std::string per = e.w.ints(per_channel);
+  return e.node("Add",
+                {e.node("Mul", {y, e.node("Reshape", {e.in[1], per})}), e.node("Reshape", {e.in[2], per})});
+}
+
+}  // namespace
+
 std::vector<OpDef> norm_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
   const Domain real = Domain::real, positive = Domain::positive;
   // Inputs: x, then the optional per-channel tensors (undefined: none); ints: training (or
   // use_input_stats) as 0 / 1, or group_norm's groups; reals: momentum and eps, or eps.
-  return {
+  std::vector<OpDef> rows = {
       {"batch_norm", "batch_norm(Tensor,Tensor,Tensor,Tensor,Tensor,bool,double,double)", 5, {real, real, positive, real, real},
        DTypes::floating, true,
        [](X x, A a) { return batch_norm(x[0], x[1], x[2], x[3], x[4], a.ints.at(0) != 0, a.reals.at(0), a.reals.at(1)); }},
@@ -602,6 +702,20 @@ std::vector<OpDef> norm_ops() {
        DTypes::floating, true,
        [](X x, A a) { return instance_norm(x[0], x[1], x[2], x[3], x[4], a.ints.at(0) != 0, a.reals.at(0), a.reals.at(1)); }},
   };
+  set_onnx(rows, "batch_norm",
+           {{"BatchNormalization", 13, kOnnxLastOpset, 5, 5, 5, false, batch_normalization, nullptr, 0}},
+           {{"kten::batch_norm", batch_norm_row}});
+  set_onnx(
+      rows, "group_norm",
+      {{"GroupNormalization", 18, kOnnxLastOpset, 3, 3, 1, true, group_normalization, check_group_norm, 0}},
+      {{"kten::group_norm", group_norm_row}});
+  set_onnx(
+      rows, "instance_norm",
+      {{"InstanceNormalization", 13, kOnnxLastOpset, 3, 3, 1, true, instance_normalization, nullptr, 0}},
+      {{"kten::instance_norm", [](OnnxEmit& e) {
+          return e.node("InstanceNormalization", {e.in[0], e.in[1], e.in[2]}, {attr_f("epsilon", e.r(0))});
+        }}});
+  return rows;
 }
 
 }  // namespace ops

@@ -203,3 +203,112 @@ Tensor pad(const Tensor& x, const Shape& pads, nn::PaddingMode mode, double valu
 }
 
 }  // namespace kten
+
+namespace kten::ops {
+
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto pad, what save() writes for it ---
+
+namespace {
+
+using kten::detail::fail;
+
+void check_pad(const OnnxNode& n) {
+  const std::string mode = node_text(n, "mode", "constant");
+  if (mode == "wrap" && n.opset < 19)
+    onnx_invalid(n, "mode wrap is an opset-19 mode, not of opset " + std::to_string(n.opset));
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    onnx_refuse(n, "mode " + mode + " (constant, reflect, edge, wrap)");
+}
+
+std::vector<Tensor> pad_op(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  std::vector<std::int64_t> pads = c.ints(1);
+  if (c.has(3)) {  // opset 18: the pads are for these axes only, the others unpadded
+    if (c.opset() < 18)
+      fail<FormatError>("onnx", c.where(), ": axes is an input from opset 18, not ", c.opset());
+    std::vector<int> axes;
+    for (std::int64_t a : c.ints(3)) axes.push_back(onnx_axis(c, a, x.ndim()));
+    if (pads.size() != 2 * axes.size())
+      fail<ShapeError>("onnx", c.where(), ": pads holds ", pads.size(), " values for ", axes.size(), " axes");
+    std::vector<int> sorted = axes;
+    std::sort(sorted.begin(), sorted.end());
+    refuse_repeated_axes(c, sorted);
+    std::vector<std::int64_t> all(2 * static_cast<std::size_t>(x.ndim()), 0);
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      all[static_cast<std::size_t>(axes[i])] = pads[i];
+      all[static_cast<std::size_t>(axes[i] + x.ndim())] = pads[i + axes.size()];
+    }
+    pads = all;
+  }
+  if (pads.size() != 2 * static_cast<std::size_t>(x.ndim()))
+    fail<ShapeError>("onnx", c.where(), ": pads holds ", pads.size(), " values for a rank-", x.ndim(),
+                     " input");
+  if (std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p < 0; }))
+    fail<FormatError>("onnx", c.where(), ": negative pads (cropping) are not supported");
+  const std::string mode = node_text(c.node, "mode", "constant");
+  const double value = c.has(2) ? c.real(2) : 0.0;
+  // kten's order from the last axis; leading axes without padding are left out.
+  Shape begin(pads.begin(), pads.begin() + x.ndim()), end(pads.begin() + x.ndim(), pads.end());
+  while (!begin.empty() && begin.front() == 0 && end.front() == 0) {
+    begin.erase(begin.begin());
+    end.erase(end.begin());
+  }
+  if (begin.empty()) return {x};
+  const nn::PaddingMode m = mode == "reflect" ? nn::PaddingMode::reflect
+                            : mode == "edge"  ? nn::PaddingMode::replicate
+                            : mode == "wrap"  ? nn::PaddingMode::circular
+                                              : nn::PaddingMode::zeros;
+  return {pad(x, torch_pads(begin, end), m, value)};
+}
+
+// pad: constant, reflect and edge as Pad; circular (which ONNX 17 has not) as each padded axis'
+// wrapped ends cut by Slice and joined by Concat.
+std::string pad_row(OnnxEmit& e) {
+  const int rank = e.t(0).ndim();
+  const std::vector<std::int64_t>& pads = e.op.attrs.ints;
+  const auto mode = static_cast<nn::PaddingMode>(static_cast<int>(e.r(0)));
+  std::vector<std::int64_t> begin(static_cast<std::size_t>(rank), 0), end(static_cast<std::size_t>(rank), 0);
+  for (std::size_t k = 0; 2 * k + 1 < pads.size(); ++k) {  // kten's pairs run from the last axis back
+    begin[static_cast<std::size_t>(rank) - 1 - k] = pads[2 * k];
+    end[static_cast<std::size_t>(rank) - 1 - k] = pads[2 * k + 1];
+  }
+  if (mode != nn::PaddingMode::circular) {
+    const char* onnx_mode = mode == nn::PaddingMode::reflect     ? "reflect"
+                            : mode == nn::PaddingMode::replicate ? "edge"
+                                                                 : "constant";
+    std::vector<std::string> inputs{e.in[0], e.w.ints(onnx_pads(begin, end))};
+    if (mode == nn::PaddingMode::zeros) inputs.push_back(e.scalar(e.r(1)));
+    return e.node("Pad", inputs, {attr_s("mode", onnx_mode)});
+  }
+  std::string y = e.in[0];
+  for (int a = 0; a < rank; ++a) {
+    const auto b = begin[static_cast<std::size_t>(a)], f = end[static_cast<std::size_t>(a)];
+    if (b == 0 && f == 0) continue;
+    std::vector<std::string> parts;
+    const std::string axis = e.w.ints({a});
+    if (b > 0)
+      parts.push_back(
+          e.node("Slice", {y, e.w.ints({-b}), e.w.ints({std::numeric_limits<std::int64_t>::max()}), axis}));
+    parts.push_back(y);
+    if (f > 0) parts.push_back(e.node("Slice", {y, e.w.ints({0}), e.w.ints({f}), axis}));
+    y = e.node("Concat", parts, {attr_i("axis", a)});
+  }
+  return y;
+}
+
+}  // namespace
+
+// The registry's row of pad (registry.hpp).
+std::vector<OpDef> pad_ops() {
+  using X = const std::vector<Tensor>&;
+  using A = const OpAttrs&;
+  std::vector<OpDef> rows = {
+      {"pad", "pad(Tensor,Shape,nn::PaddingMode,double)", 1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) { return pad(x[0], a.ints, static_cast<nn::PaddingMode>(static_cast<int>(a.reals.at(0))), a.reals.at(1)); }},
+  };
+  set_onnx(rows, "pad", {{"Pad", 13, kOnnxLastOpset, 2, 4, 1, true, pad_op, check_pad, 0b1110}},
+           {{"kten::pad", pad_row}});
+  return rows;
+}
+
+}  // namespace kten::ops

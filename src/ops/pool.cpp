@@ -449,13 +449,124 @@ PoolSizes pool_sizes(const OpAttrs& a, std::size_t flags) {
 }
 }  // namespace
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+void check_max_pool(const OnnxNode& n) {
+  check_window(n);
+  if (node_int(n, "storage_order", 0) != 0) onnx_refuse(n, "storage_order 1");
+  if (n.outputs.size() > 1 && n.outputs[1] >= 0) onnx_refuse(n, "the Indices output");
+  const auto it = n.attributes.find("dilations");
+  if (it != n.attributes.end())
+    for (std::int64_t d : it->second.ints)
+      if (d != 1) onnx_refuse(n, "a dilation of " + std::to_string(d));
+}
+
+std::vector<Tensor> onnx_max_pool(OnnxCall& c) {
+  Tensor x = c.at(0);
+  const int spatial = spatial_axes(c, x);
+  Window win = window_of(c, spatial, {});
+  if (c.attr_int("ceil_mode", 0) != 0)
+    for (int i = 0; i < spatial; ++i) {
+      // The last window may run past the end, as long as it starts inside the input or its left pad.
+      const std::int64_t span = x.size(i + 2) + win.begin[i] + win.end[i];
+      std::int64_t out = (span - win.kernel[i] + win.stride[i] - 1) / win.stride[i] + 1;
+      if ((out - 1) * win.stride[i] >= x.size(i + 2) + win.begin[i]) --out;
+      win.end[i] += std::max<std::int64_t>(0, (out - 1) * win.stride[i] + win.kernel[i] - span);
+    }
+  if (!win.symmetric()) {  // -inf never wins a window
+    x = pad(x, torch_pads(win.begin, win.end), nn::PaddingMode::zeros,
+            -std::numeric_limits<double>::infinity());
+    win.begin.assign(win.begin.size(), 0);
+  }
+  using Pool = Tensor (*)(const Tensor&, const Shape&, const Shape&, const Shape&);
+  const Pool by_rank[3] = {max_pool1d, max_pool2d, max_pool3d};
+  return {by_rank[spatial - 1](x, win.kernel, win.stride, win.begin)};
+}
+
+void check_average_pool(const OnnxNode& n) {
+  check_window(n);
+  const auto dilations = n.attributes.find("dilations");  // an attribute from opset 19
+  if (dilations != n.attributes.end())
+    for (std::int64_t d : dilations->second.ints)
+      if (d != 1) onnx_refuse(n, "a dilation of " + std::to_string(d));
+  const auto it = n.attributes.find("pads");
+  if (it != n.attributes.end()) {
+    const std::vector<std::int64_t>& p = it->second.ints;
+    if (!std::equal(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(p.size() / 2),
+                    p.begin() + static_cast<std::ptrdiff_t>(p.size() / 2)))
+      onnx_refuse(n, "uneven pads (a begin differing from its end)");
+  }
+}
+
+std::vector<Tensor> onnx_average_pool(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const int spatial = spatial_axes(c, x);
+  const Window win = window_of(c, spatial, {});
+  const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0, count_pad = c.attr_int("count_include_pad", 0) != 0;
+  using Pool = Tensor (*)(const Tensor&, const Shape&, const Shape&, const Shape&, bool, bool);
+  const Pool by_rank[3] = {avg_pool1d, avg_pool2d, avg_pool3d};
+  return {by_rank[spatial - 1](x, win.kernel, win.stride, win.begin, ceil_mode, count_pad)};
+}
+
+std::vector<Tensor> onnx_global_average_pool(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  std::vector<int> axes;
+  for (int i = 2; i < x.ndim(); ++i) axes.push_back(i);
+  if (axes.empty()) fail<ShapeError>("onnx", c.where(), ": the input must be (N, C, ...), not ", x.shape());
+  return {mean(x, axes, true)};
+}
+
+// MaxPool and AveragePool: kernel, stride, padding, then ceil_mode (and count_include_pad).
+std::function<std::string(OnnxEmit&)> pooling(int dims, bool average) {
+  return [dims, average](OnnxEmit& e) {
+    spatial_of(e, dims);
+    const auto n = static_cast<std::size_t>(dims);
+    const std::vector<std::int64_t> pad = e.ints(2 * n, n);
+    std::vector<OnnxAttr> attrs{attr_is("kernel_shape", e.ints(0, n)), attr_is("strides", e.ints(n, n)),
+                                attr_is("pads", onnx_pads(pad, pad)), attr_i("ceil_mode", e.i(3 * n))};
+    if (average) attrs.push_back(attr_i("count_include_pad", e.i(3 * n + 1)));
+    return e.node(average ? "AveragePool" : "MaxPool", {e.in[0]}, attrs);
+  };
+}
+
+// Adaptive average pooling: GlobalAveragePool to one value, else an AveragePool where the output
+// divides the input (the bins are then equal windows); other sizes have no ONNX form.
+std::function<std::string(OnnxEmit&)> adaptive_pooling(int dims) {
+  return [dims](OnnxEmit& e) {
+    spatial_of(e, dims);
+    const Shape& x = e.t(0).shape();
+    const std::vector<std::int64_t> out = e.ints(0, static_cast<std::size_t>(dims));
+    bool global = true, even = true;
+    std::vector<std::int64_t> kernel;
+    for (int a = 0; a < dims; ++a) {
+      const std::int64_t in = x[static_cast<std::size_t>(a) + 2];
+      global = global && out[a] == 1;
+      even = even && in % out[a] == 0;
+      kernel.push_back(in / out[a]);
+    }
+    if (global) return e.node("GlobalAveragePool", {e.in[0]});
+    if (!even)
+      e.refuse("output size " + shape_str(out) + " does not divide the input " + shape_str(x) +
+               " (ONNX has no adaptive pooling; an AveragePool needs equal windows)");
+    return e.node("AveragePool", {e.in[0]},
+                  {attr_is("kernel_shape", kernel), attr_is("strides", kernel),
+                   attr_is("pads", std::vector<std::int64_t>(2 * static_cast<std::size_t>(dims), 0))});
+  };
+}
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp). Attributes: `ints` holds kernel, stride and
 // padding (one value, or one per spatial axis, each), then avg_pool's ceil_mode and
 // count_include_pad as 0 or 1; adaptive pooling's `ints` is the output size.
 std::vector<OpDef> pool_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
-  return {
+  std::vector<OpDef> rows = {
       {"max_pool1d", "max_pool1d(Tensor,Shape,Shape,Shape)", 1, {Domain::distinct}, DTypes::floating, true,
        [](X x, A a) { const PoolSizes s = pool_sizes(a, 0); return max_pool1d(x[0], s.kernel, s.stride, s.padding); }},
       {"max_pool2d", "max_pool2d(Tensor,Shape,Shape,Shape)", 1, {Domain::distinct}, DTypes::floating, true,
@@ -484,6 +595,23 @@ std::vector<OpDef> pool_ops() {
       {"adaptive_avg_pool3d", "adaptive_avg_pool3d(Tensor,Shape)", 1, {Domain::real}, DTypes::floating, true,
        [](X x, A a) { return adaptive_avg_pool3d(x[0], a.ints); }},
   };
+  // MaxPool, AveragePool and GlobalAveragePool take 1 to 3 spatial axes: the 2-D rows carry them.
+  set_onnx(rows, "max_pool1d", {}, {{"kten::max_pool1d", pooling(1, false)}});
+  set_onnx(rows, "avg_pool1d", {}, {{"kten::avg_pool1d", pooling(1, true)}});
+  set_onnx(rows, "adaptive_avg_pool1d", {}, {{"kten::adaptive_avg_pool1d", adaptive_pooling(1)}});
+  set_onnx(rows, "max_pool2d",
+           {{"MaxPool", 13, kOnnxLastOpset, 1, 1, 2, true, onnx_max_pool, check_max_pool, 0}},
+           {{"kten::max_pool2d", pooling(2, false)}});
+  set_onnx(rows, "avg_pool2d",
+           {{"AveragePool", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_average_pool, check_average_pool, 0}},
+           {{"kten::avg_pool2d", pooling(2, true)}});
+  set_onnx(rows, "adaptive_avg_pool2d",
+           {{"GlobalAveragePool", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_global_average_pool, nullptr, 0}},
+           {{"kten::adaptive_avg_pool2d", adaptive_pooling(2)}});
+  set_onnx(rows, "max_pool3d", {}, {{"kten::max_pool3d", pooling(3, false)}});
+  set_onnx(rows, "avg_pool3d", {}, {{"kten::avg_pool3d", pooling(3, true)}});
+  set_onnx(rows, "adaptive_avg_pool3d", {}, {{"kten::adaptive_avg_pool3d", adaptive_pooling(3)}});
+  return rows;
 }
 
 }  // namespace kten::ops

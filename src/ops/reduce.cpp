@@ -88,12 +88,90 @@ KTEN_REDUCTION_FORMS(var, detail::variance_over)
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+using kten::detail::fail;
+
+// ReduceSum takes its axes as an input from opset 13, the others from opset 18 (an attribute before).
+std::vector<Tensor> onnx_reduce(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const std::string& type = c.node.op_type;
+  const bool axes_input = type == "ReduceSum" || c.opset() >= 18;
+  if (axes_input && c.attr("axes"))
+    fail<FormatError>("onnx", c.where(), ": at opset ", c.opset(),
+                      " the axes are an input, not an attribute");
+  if (!axes_input && c.has(1))
+    fail<FormatError>("onnx", c.where(), ": at opset ", c.opset(),
+                      " the axes are an attribute, not an input (an input from opset 18)");
+  const std::vector<std::int64_t> axes =
+      axes_input ? (c.has(1) ? c.ints(1) : std::vector<std::int64_t>{}) : c.attr_ints("axes");
+  if (axes.empty() && c.attr_int("noop_with_empty_axes", 0) != 0) return {x};
+  std::vector<int> normal;
+  for (std::int64_t a : axes) normal.push_back(onnx_axis(c, a, x.ndim()));
+  if (normal.empty())  // no axes: every axis
+    for (int a = 0; a < x.ndim(); ++a) normal.push_back(a);
+  std::sort(normal.begin(), normal.end());
+  refuse_repeated_axes(c, normal);
+  const bool keep = c.attr_int("keepdims", 1) != 0;
+  const ops::OpAttrs attrs =
+      ops::OpAttrs::of_ints(std::vector<std::int64_t>(normal.begin(), normal.end()), keep);
+  const auto reduce_by = [&](const char* name, const Tensor& v) {
+    return onnx_numeric({v}, [&](const std::vector<Tensor>& w) { return registered(name, w, attrs); });
+  };
+  if (type == "ReduceSum") return {reduce_by("sum_axes", x)};
+  if (type == "ReduceMean") return {reduce_by("mean_axes", x)};
+  if (type == "ReduceMax") return {reduce_by("max_axes", x)};
+  if (type == "ReduceMin") return {reduce_by("min_axes", x)};
+  if (type == "ReduceL2") return {reduce_by("norm_axes", x)};
+  if (type == "ReduceL1") return {reduce_by("sum_axes", abs(x))};
+  if (type == "ReduceSumSquare") return {reduce_by("sum_axes", x * x)};
+  if (type == "ReduceLogSum") return {log(reduce_by("sum_axes", x))};
+  // ReduceLogSumExp: the reduced axes moved last and merged into one, for kten's one-axis logsumexp.
+  std::vector<int> order;
+  Shape kept;
+  for (int a = 0; a < x.ndim(); ++a)
+    if (!std::binary_search(normal.begin(), normal.end(), a)) {
+      order.push_back(a);
+      kept.push_back(x.size(a));
+    }
+  order.insert(order.end(), normal.begin(), normal.end());
+  Shape merged = kept;
+  merged.push_back(-1);
+  if (x.numel() == 0) fail<ShapeError>("onnx", c.where(), ": a log-sum-exp over no elements");
+  Tensor y = logsumexp(x.permute(order).reshape(merged), static_cast<int>(kept.size()), false);
+  if (!keep) return {y};
+  Shape shape = x.shape();
+  for (int a : normal) shape[static_cast<std::size_t>(a)] = 1;
+  return {y.reshape(shape)};
+}
+
+OnnxExport onnx_reduction_of(const char* traced, const char* type) {
+  return {traced, [type](OnnxEmit& e) {
+            const OnnxAttr keep = attr_i("keepdims", e.op.attrs.keepdim ? 1 : 0);
+            if (e.opset >= 18) return e.node(type, {e.in[0], e.w.ints(e.op.attrs.ints)}, {keep});
+            return e.node(type, {e.in[0]}, {attr_is("axes", e.op.attrs.ints), keep});
+          }};
+}
+
 // The registry's rows of this family (registry.hpp): each reduction's three forms.
 std::vector<OpDef> reduce_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
-  return {KTEN_REDUCTION_OPS(sum, Domain::real), KTEN_REDUCTION_OPS(mean, Domain::real),
+  std::vector<OpDef> rows = {KTEN_REDUCTION_OPS(sum, Domain::real), KTEN_REDUCTION_OPS(mean, Domain::real),
           KTEN_REDUCTION_OPS(norm, Domain::real), KTEN_REDUCTION_OPS(var, Domain::real)};
+  set_onnx(rows, "sum_axes",
+           {{"ReduceSum", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10},
+            {"ReduceL1", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10},
+            {"ReduceSumSquare", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10},
+            {"ReduceLogSum", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}},
+           {{"kten::sum", [](OnnxEmit& e) {
+               return e.node("ReduceSum", {e.in[0], e.w.ints(e.op.attrs.ints)},
+                             {attr_i("keepdims", e.op.attrs.keepdim ? 1 : 0)});
+             }}});
+  set_onnx(rows, "mean_axes", {{"ReduceMean", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}},
+           {onnx_reduction_of("kten::mean", "ReduceMean")});
+  set_onnx(rows, "norm_axes", {{"ReduceL2", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}});
+  return rows;
 }
 
 }  // namespace kten::ops

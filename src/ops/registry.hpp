@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The op registry: every public tensor operation, declared once by its op family (in the family's
-// own file, beside its forward and gradient) with what generic code needs to call it and test it.
-// The op-by-op harness (tests/ops), the coverage check against the public headers, the ONNX
-// importer's op table and the C API's exports are driven from it; the autograd tape knows an op
-// only through the backward its forward records.
+// own file, beside its forward and gradient) with what generic code needs to call it and test it,
+// and its ONNX forms (onnx_forms.hpp). The op-by-op harness (tests/ops), the coverage check against
+// the public headers and the ONNX importer and exporter are driven from it; the autograd tape
+// knows an op only through the backward its forward records.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,31 +14,10 @@
 #include <kten/dtype.hpp>
 #include <kten/tensor.hpp>
 
+#include "ops/onnx_forms.hpp"
+#include "ops/op_attrs.hpp"
+
 namespace kten::ops {
-
-/// \brief The non-tensor arguments of a call, in the public function's order: axes, dims, extents
-/// and indices as `ints`; scalars, exponents and bounds as `reals`.
-struct OpAttrs {
-  std::vector<std::int64_t> ints;  ///< \brief axes, dims, a shape, start and length
-  std::vector<double> reals;       ///< \brief scalars, exponents, bounds
-  bool keepdim = false;            ///< \brief reductions: keep reduced axes as extent 1
-  DType dtype = DType::float32;    ///< \brief astype's target
-  Device device = cpu();           ///< \brief copyto's and to()'s target
-
-  /// \brief `ints` given.
-  static OpAttrs of_ints(std::vector<std::int64_t> v, bool keep = false) {
-    OpAttrs a;
-    a.ints = std::move(v);
-    a.keepdim = keep;
-    return a;
-  }
-  /// \brief `reals` given.
-  static OpAttrs of_reals(std::vector<double> v) {
-    OpAttrs a;
-    a.reals = std::move(v);
-    return a;
-  }
-};
 
 /// \brief Where an input's values keep an op smooth and defined (the harness draws there and
 /// finite differences stay there): real (anywhere), positive (log, sqrt), nonzero (a kink or a
@@ -61,12 +40,21 @@ struct OpDef {
   bool differentiable = true;  ///< \brief its forward records a backward for float inputs
   /// \brief Runs it: the tensor inputs in order, then its other arguments from `attrs`.
   Tensor (*forward)(const std::vector<Tensor>& inputs, const OpAttrs& attrs);
+  /// \brief The ONNX operators onnx::load() maps onto it (onnx_forms.hpp).
+  std::vector<OnnxImport> onnx_import = {};
+  /// \brief What onnx::save() writes where its forward recorded itself on the tape.
+  std::vector<OnnxExport> onnx_export = {};
 };
 
 /// \brief `attrs.ints[i]` as an axis; a kten::Error when it is missing or out of int's range.
 int axis_of(const OpAttrs& attrs, std::size_t i = 0);
 /// \brief Every one of `attrs.ints` as an axis (int).
 std::vector<int> axes_of(const OpAttrs& attrs);
+
+/// \brief Gives the row `name` of a family's `rows` its ONNX forms (a kten::Error when there is no
+/// such row): each family declares them below its rows.
+void set_onnx(std::vector<OpDef>& rows, std::string_view name, std::vector<OnnxImport> imports,
+              std::vector<OnnxExport> exports = {});
 
 /// \brief Every registered op, family by family.
 const std::vector<OpDef>& registry();
@@ -87,6 +75,7 @@ std::vector<OpDef> linalg_ops();
 std::vector<OpDef> view_ops();
 // Convolutions and padding (issue 31)
 std::vector<OpDef> conv_ops();
+std::vector<OpDef> pad_ops();  // pad.cpp
 // Pooling and resampling (issue 31 item 2).
 std::vector<OpDef> pool_ops();
 std::vector<OpDef> resample_ops();

@@ -306,6 +306,133 @@ Tensor interpolate(const Tensor& x, const std::vector<double>& scale, nn::Interp
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+void check_resize(const OnnxNode& n) {
+  const std::string mode = node_text(n, "mode", "nearest");
+  const std::string coordinates = node_text(n, "coordinate_transformation_mode", "half_pixel");
+  if (mode == "nearest") {
+    if (coordinates != "asymmetric")
+      onnx_refuse(n, "nearest with coordinate_transformation_mode " + coordinates + " (asymmetric)");
+    const std::string rounding = node_text(n, "nearest_mode", "round_prefer_floor");
+    if (rounding != "floor") onnx_refuse(n, "nearest_mode " + rounding + " (floor)");
+  } else if (mode == "linear") {
+    if (coordinates != "half_pixel" && coordinates != "align_corners")
+      onnx_refuse(
+          n, "linear with coordinate_transformation_mode " + coordinates + " (half_pixel, align_corners)");
+  } else {
+    onnx_refuse(n, "mode " + mode + " (nearest, linear)");
+  }
+  if (node_int(n, "exclude_outside", 0) != 0) onnx_refuse(n, "exclude_outside 1");
+  // Opset 18's: antialias (only 0, PyTorch's interpolate), keep_aspect_ratio_policy (only stretch,
+  // sizes as given), axes (scales or sizes for those axes only).
+  if (node_int(n, "antialias", 0) != 0) onnx_refuse(n, "antialias 1");
+  const std::string policy = node_text(n, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch") onnx_refuse(n, "keep_aspect_ratio_policy " + policy + " (stretch)");
+  if (n.opset < 18)
+    for (const char* newer : {"antialias", "keep_aspect_ratio_policy", "axes"})
+      if (n.attributes.count(newer))
+        onnx_invalid(n,
+                     std::string(newer) + " is an attribute from opset 18, not " + std::to_string(n.opset));
+}
+
+// Resize's scales or sizes over every axis: opset 18's `axes` give them for those axes only, the
+// others keep theirs (`unit`: 1 for scales, the extent for sizes).
+template <class T>
+std::vector<T> every_axis(const OnnxCall& c, const Tensor& x, std::vector<T> given,
+                          const std::function<T(int)>& unit) {
+  const OnnxAttribute* a = c.attr("axes");
+  if (!a) return given;
+  std::vector<int> axes;
+  for (std::int64_t v : a->ints) axes.push_back(onnx_axis(c, v, x.ndim()));
+  std::vector<int> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  refuse_repeated_axes(c, sorted);
+  if (given.size() != axes.size())
+    fail<FormatError>("onnx", c.where(), ": ", given.size(), " scales or sizes for ", axes.size(), " axes");
+  std::vector<T> all;
+  for (int i = 0; i < x.ndim(); ++i) all.push_back(unit(i));
+  for (std::size_t i = 0; i < axes.size(); ++i) all[static_cast<std::size_t>(axes[i])] = given[i];
+  return all;
+}
+
+std::vector<Tensor> onnx_resize(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const int spatial = spatial_axes(c, x);
+  const bool linear = node_text(c.node, "mode", "nearest") == "linear";
+  const bool corners = node_text(c.node, "coordinate_transformation_mode", "half_pixel") == "align_corners";
+  constexpr nn::InterpolateMode linear_by_rank[3] = {
+      nn::InterpolateMode::linear, nn::InterpolateMode::bilinear, nn::InterpolateMode::trilinear};
+  const nn::InterpolateMode mode = linear ? linear_by_rank[spatial - 1] : nn::InterpolateMode::nearest;
+  // Scales when given (not empty), else sizes; the batch and channel axes keep their extents.
+  if (c.has(2) && c.at(2).numel() > 0) {
+    const Tensor& given = c.host.size() > 2 && c.host[2].defined() ? c.host[2] : c.at(2);
+    std::vector<double> scales(static_cast<std::size_t>(given.numel()));
+    if (!given.device().is_cpu())
+      scales = given.astype(float64).to_vector<double>();
+    else
+      kten::detail::read_cpu_values(given.astype(float64), scales.data(), float64, scales.size());
+    scales = every_axis<double>(c, x, scales, [](int) { return 1.0; });
+    // ONNX's align_corners maps through the unrounded length (extent x scale), PyTorch's (kten's)
+    // through the output's extent: they agree only where the product is a whole number.
+    for (std::size_t a = 2; corners && a < scales.size(); ++a)
+      if (const double length = static_cast<double>(x.size(static_cast<int>(a))) * scales[a];
+          length != std::floor(length))
+        fail<FormatError>("onnx", c.where(), ": align_corners with scale ", scales[a], " of extent ",
+                          x.size(static_cast<int>(a)), " (a length of ", length,
+                          ", not a whole number) is not supported; give sizes");
+    if (scales.size() != static_cast<std::size_t>(x.ndim()) || scales[0] != 1 || scales[1] != 1)
+      fail<FormatError>("onnx", c.where(),
+                        ": scales must hold one per axis, 1 for the batch and channel axes");
+    return {interpolate(x, std::vector<double>(scales.begin() + 2, scales.end()), mode, corners)};
+  }
+  if (!c.has(3)) fail<FormatError>("onnx", c.where(), ": neither scales nor sizes is given");
+  const std::vector<std::int64_t> sizes =
+      every_axis<std::int64_t>(c, x, c.ints(3), [&](int i) { return x.size(i); });
+  if (sizes.size() != static_cast<std::size_t>(x.ndim()) || sizes[0] != x.size(0) || sizes[1] != x.size(1))
+    fail<FormatError>("onnx", c.where(),
+                      ": sizes must hold one per axis, the batch and channel axes' own extents");
+  return {interpolate(x, Shape(sizes.begin() + 2, sizes.end()), mode, corners)};
+}
+
+// interpolate as Resize: by its scales when it was given them (PyTorch's coordinates follow the
+// scales), else to its sizes, with the batch and channel extents taken from the input at run time.
+std::function<std::string(OnnxEmit&)> resize_row(int dims) {
+  return [dims](OnnxEmit& e) {
+    spatial_of(e, dims);
+    const auto n = static_cast<std::size_t>(dims);
+    const std::vector<std::int64_t> sizes = e.ints(0, n);
+    const auto mode = static_cast<nn::InterpolateMode>(e.i(n));
+    const bool corners = e.i(n + 1) != 0;
+    std::vector<OnnxAttr> attrs;
+    if (mode == nn::InterpolateMode::nearest) {
+      attrs = {attr_s("mode", "nearest"), attr_s("coordinate_transformation_mode", "asymmetric"),
+               attr_s("nearest_mode", "floor")};
+    } else {
+      attrs = {attr_s("mode", "linear"),
+               attr_s("coordinate_transformation_mode", corners ? "align_corners" : "half_pixel")};
+    }
+    // Scales are float in ONNX: used only when the float scale gives the same extents.
+    bool by_scale = e.op.attrs.reals.size() == n;
+    std::vector<float> scales{1.f, 1.f};
+    for (std::size_t a = 0; by_scale && a < n; ++a) {
+      scales.push_back(static_cast<float>(e.r(a)));
+      by_scale = std::floor(static_cast<double>(e.t(0).shape()[a + 2]) *
+                            static_cast<double>(scales.back())) == static_cast<double>(sizes[a]);
+    }
+    if (by_scale) return e.node("Resize", {e.in[0], "", e.w.constant(tensor(scales, cpu()))}, attrs);
+    const std::string batch_channels = e.node("Shape", {e.in[0]}, {attr_i("start", 0), attr_i("end", 2)});
+    const std::string shape = e.node("Concat", {batch_channels, e.w.ints(sizes)}, {attr_i("axis", 0)});
+    return e.node("Resize", {e.in[0], "", "", shape}, attrs);
+  };
+}
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp). Attributes: interpolate_size's `ints` are the
 // size (one value, or one per spatial axis), then the mode (nn::InterpolateMode's order) and
 // align_corners (0 or 1); interpolate_scale's `reals` are the scale, its `ints` the mode and
@@ -313,7 +440,7 @@ namespace kten::ops {
 std::vector<OpDef> resample_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
-  return {
+  std::vector<OpDef> rows = {
       {"interpolate_size", "interpolate(Tensor,Shape,nn::InterpolateMode,bool)", 1, {Domain::real}, DTypes::floating, true,
        [](X x, A a) {
          const std::size_t n = a.ints.size() < 2 ? 0 : a.ints.size() - 2;
@@ -324,6 +451,13 @@ std::vector<OpDef> resample_ops() {
        DTypes::floating, true,
        [](X x, A a) { return interpolate(x[0], a.reals, static_cast<nn::InterpolateMode>(a.ints.at(0)), a.ints.at(1) != 0); }},
   };
+  set_onnx(rows, "interpolate_size",
+           {{"Resize", 13, kOnnxLastOpset, 1, 4, 1, true, onnx_resize, check_resize, 0b1110}},
+           {{"kten::interpolate_linear", resize_row(1)},
+            {"kten::interpolate_bilinear", resize_row(2)},
+            {"kten::interpolate_trilinear", resize_row(3)},
+            {"kten::interpolate_nearest", [](OnnxEmit& e) { return resize_row(e.t(0).ndim() - 2)(e); }}});
+  return rows;
 }
 
 }  // namespace kten::ops

@@ -743,12 +743,46 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+void check_scatter_elements(const OnnxNode& n) {
+  const std::string reduction = node_text(n, "reduction", "none");
+  if (reduction != "none" && reduction != "add") onnx_refuse(n, "reduction " + reduction + " (none, add)");
+}
+
+std::vector<Tensor> scatter_elements(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const Tensor& index = c.at(1);
+  const Tensor& src = c.at(2);
+  const int axis = onnx_axis(c, c.attr_int("axis", 0), x.ndim());
+  if (node_text(c.node, "reduction", "none") == "add") return {scatter_add(x, axis, index, src)};
+  // Replacement (ONNX leaves repeated indices undefined): the scattered sources where any lands,
+  // x elsewhere; gradients reach x's kept elements and the sources.
+  const Tensor zero = zeros(x.shape(), x.device(), x.dtype());
+  const Tensor landed = scatter_add(zero, axis, index, ones(src.shape(), src.device(), src.dtype()));
+  return {where(gt(landed, 0.0), scatter_add(zero, axis, index, src), x)};
+}
+
+// index_add, scatter_add and scatter_reduce record alike: only the sum including x has an ONNX form.
+std::string scatter_row(OnnxEmit& e) {
+  if (e.i(1) != 0 || e.i(2) != 1)
+    e.refuse("only the sum including x (scatter_add) has an ONNX form (ScatterElements)");
+  return e.node("ScatterElements", {e.in[0], e.in.at(2), e.in[1]},
+                {attr_i("axis", e.i(0)), attr_s("reduction", "add")});
+}
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp). The index tensor is the second input;
 // scatter_reduce's reduction is ints[1] (0 sum, 1 mean, 2 amax, 3 amin), include_self ints[2].
 std::vector<OpDef> scatter_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
-  return {
+  std::vector<OpDef> rows = {
       {"index_add", "index_add(Tensor,int,Tensor,Tensor)", 3, {Domain::real}, DTypes::floating, true,
        [](X x, A a) { return index_add(x[0], axis_of(a), x[1], x[2]); }},
       {"scatter_add", "scatter_add(Tensor,int,Tensor,Tensor)", 3, {Domain::real}, DTypes::floating, true,
@@ -761,6 +795,16 @@ std::vector<OpDef> scatter_ops() {
       {"embedding", "embedding(Tensor,Tensor)", 2, {Domain::real}, DTypes::floating, true,
        [](X x, A) { return embedding(x[0], x[1]); }},
   };
+  set_onnx(
+      rows, "scatter_add",
+      {{"ScatterElements", 13, kOnnxLastOpset, 3, 3, 1, true, scatter_elements, check_scatter_elements, 0}},
+      {{"kten::scatter_add", scatter_row}});
+  set_onnx(rows, "index_add", {}, {{"kten::index_add", scatter_row}});
+  set_onnx(rows, "scatter_reduce", {}, {{"kten::scatter_reduce", scatter_row}});
+  set_onnx(rows, "embedding", {}, {{"kten::embedding", [](OnnxEmit& e) {
+                                      return e.node("Gather", {e.in[0], e.in.at(1)}, {attr_i("axis", 0)});
+                                    }}});
+  return rows;
 }
 
 }  // namespace kten::ops

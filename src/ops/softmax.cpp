@@ -201,17 +201,40 @@ Tensor logsumexp(const Tensor& x_in, int axis, bool keepdim) {
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+std::vector<Tensor> softmax_op(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const auto axis = ops::OpAttrs::of_ints({onnx_axis(c, c.attr_int("axis", -1), x.ndim())});
+  return {registered(c.node.op_type == "Softmax" ? "softmax" : "log_softmax", {x}, axis)};
+}
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp).
 std::vector<OpDef> softmax_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
-  return {
+  std::vector<OpDef> rows = {
       {"softmax", "softmax(Tensor,int)", 1, {Domain::real}, DTypes::floating, true, [](X x, A a) { return softmax(x[0], axis_of(a)); }},
       {"log_softmax", "log_softmax(Tensor,int)", 1, {Domain::real}, DTypes::floating, true,
        [](X x, A a) { return log_softmax(x[0], axis_of(a)); }},
       {"logsumexp", "logsumexp(Tensor,int,bool)", 1, {Domain::real}, DTypes::floating, true,
        [](X x, A a) { return logsumexp(x[0], axis_of(a), a.keepdim); }},
   };
+  set_onnx(rows, "softmax", {{"Softmax", 13, kOnnxLastOpset, 1, 1, 1, true, softmax_op, nullptr, 0}},
+           {{"kten::softmax",
+             [](OnnxEmit& e) { return e.node("Softmax", {e.in[0]}, {attr_i("axis", e.i(0))}); }}});
+  set_onnx(rows, "log_softmax", {{"LogSoftmax", 13, kOnnxLastOpset, 1, 1, 1, true, softmax_op, nullptr, 0}},
+           {{"kten::log_softmax",
+             [](OnnxEmit& e) { return e.node("LogSoftmax", {e.in[0]}, {attr_i("axis", e.i(0))}); }}});
+  set_onnx(rows, "logsumexp",
+           {{"ReduceLogSumExp", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}});
+  return rows;
 }
 
 }  // namespace kten::ops

@@ -46,12 +46,23 @@ Tensor pow(const Tensor& x, double exponent) {
 
 namespace kten::ops {
 
+// --- ONNX forms (onnx_forms.hpp): what load() maps onto these ops, what save() writes for them ---
+
+namespace {
+
+using kten::detail::fail;
+
+constexpr char k_exp[] = "exp", k_log[] = "log", k_sqrt[] = "sqrt", k_abs[] = "abs", k_neg[] = "neg",
+               k_sin[] = "sin", k_cos[] = "cos", k_erf[] = "erf";
+
+}  // namespace
+
 // The registry's rows of this family (registry.hpp).
 std::vector<OpDef> unary_math_ops() {
   using X = const std::vector<Tensor>&;
   using A = const OpAttrs&;
   const Domain real = Domain::real, positive = Domain::positive, nonzero = Domain::nonzero;
-  return {
+  std::vector<OpDef> rows = {
       {"exp", "exp(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return exp(x[0]); }},
       {"log", "log(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return log(x[0]); }},
       {"sqrt", "sqrt(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return sqrt(x[0]); }},
@@ -64,6 +75,30 @@ std::vector<OpDef> unary_math_ops() {
       {"erf", "erf(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return erf(x[0]); }},
       {"pow_scalar", "pow(Tensor,double)", 1, {positive}, DTypes::floating, true, [](X x, A a) { return pow(x[0], a.reals.at(0)); }},
   };
+  set_onnx(rows, "exp", {{"Exp", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_exp>, nullptr, 0}},
+           {onnx_node_of("kten::exp", "Exp")});
+  set_onnx(rows, "log", {{"Log", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_log>, nullptr, 0}},
+           {onnx_node_of("kten::log", "Log")});
+  set_onnx(rows, "sqrt", {{"Sqrt", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_sqrt>, nullptr, 0}},
+           {onnx_node_of("kten::sqrt", "Sqrt")});
+  set_onnx(rows, "abs", {{"Abs", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_abs>, nullptr, 0}},
+           {onnx_node_of("kten::abs", "Abs")});
+  set_onnx(rows, "neg", {{"Neg", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_neg>, nullptr, 0}},
+           {onnx_node_of("kten::neg", "Neg")});
+  set_onnx(rows, "sin", {{"Sin", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_sin>, nullptr, 0}},
+           {onnx_node_of("kten::sin", "Sin")});
+  set_onnx(rows, "cos", {{"Cos", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_cos>, nullptr, 0}},
+           {onnx_node_of("kten::cos", "Cos")});
+  set_onnx(rows, "erf", {{"Erf", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_erf>, nullptr, 0}},
+           {onnx_node_of("kten::erf", "Erf")});
+  set_onnx(rows, "log1p", {}, {{"kten::log1p", [](OnnxEmit& e) {
+                                  return e.node("Log", {e.node("Add", {e.in[0], e.scalar(1)})});
+                                }}});
+  set_onnx(rows, "expm1", {}, {{"kten::expm1", [](OnnxEmit& e) {
+                                  return e.node("Sub", {e.node("Exp", {e.in[0]}), e.scalar(1)});
+                                }}});
+  set_onnx(rows, "pow_scalar", {}, {onnx_with_scalar("kten::pow_scalar", "Pow")});
+  return rows;
 }
 
 }  // namespace kten::ops

@@ -185,7 +185,7 @@ bool mutate_model(Rng& rng, ::onnx::ModelProto& m) {
       if (g.node_size() == 0) return false;
       const auto& table = kten::onnx::detail::op_table();
       g.mutable_node(static_cast<int>(pick(rng, g.node_size())))
-          ->set_op_type(table[static_cast<std::size_t>(pick(rng, static_cast<std::int64_t>(table.size())))].name);
+          ->set_op_type(table[static_cast<std::size_t>(pick(rng, static_cast<std::int64_t>(table.size())))].op_type);
       return true;
     }
   }
