@@ -7,6 +7,7 @@
 // training-mode exports, its parameters after three Adam steps; the imported model then saves
 // and reloads to the same outputs. No Python, no root file system and no network at test time.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -29,9 +30,16 @@ struct Fixture {
   std::filesystem::path model, reference;
 };
 
+// The fixture folder: $KTEN_ONNX_FIXTURES where a run carries it elsewhere (the GPU bundle), else
+// the source tree's.
+std::filesystem::path fixture_folder() {
+  const char* given = std::getenv("KTEN_ONNX_FIXTURES");
+  return given ? given : KTEN_ONNX_FIXTURES;
+}
+
 std::vector<Fixture> fixtures() {
   std::vector<Fixture> out;
-  for (const auto& version : std::filesystem::directory_iterator(KTEN_ONNX_FIXTURES)) {
+  for (const auto& version : std::filesystem::directory_iterator(fixture_folder())) {
     if (!version.is_directory() || version.path().filename().string().rfind("torch-", 0) != 0) continue;
     for (const auto& file : std::filesystem::directory_iterator(version.path())) {
       const std::string name = file.path().filename().string();
