@@ -305,9 +305,8 @@ std::vector<HostTensor> order_by_name(std::vector<HostTensor> ts, const std::vec
 }
 
 using StepFn = void (*)(const std::string&);
-void no_step(const std::string&) {}
 
-Outcome run_case(const fs::path& dir, const kten::Device& device, StepFn step = no_step) {
+Outcome run_case(const fs::path& dir, const kten::Device& device, StepFn step) {
   try {
     step("loading model.onnx");
     kten::onnx::Model model = kten::onnx::load((dir / "model.onnx").string(), device);
