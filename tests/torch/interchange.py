@@ -292,6 +292,35 @@ class OnnxGnn(torch.nn.Module):
         return self.head(h) + first
 
 
+def onnx_reference(net, path, inputs, training, target_seed=None):
+    """PyTorch's answers for an exported model: `net` from the file's initializers (tracing in
+    training mode ran BatchNorm once), in.<i>, a random target (drawn after
+    torch.manual_seed(target_seed) when given), y, the MSE loss's parameter gradients (grad.<name>)
+    and, in training mode, the parameters and buffers after three Adam steps (after.<name>)."""
+    import onnx
+    import onnx.numpy_helper
+    stored = {t.name: torch.from_numpy(onnx.numpy_helper.to_array(t).copy()) for t in onnx.load(path).graph.initializer}
+    state = net.state_dict()
+    net.load_state_dict({k: stored.get(k, v) for k, v in state.items()})
+    y = net(*inputs).detach()
+    if target_seed is not None:
+        torch.manual_seed(target_seed)
+    target = torch.randn(y.shape)
+    ref = {f"in.{i}": t for i, t in enumerate(inputs)}
+    ref.update({"target": target, "y": y})
+    net.zero_grad()
+    torch.nn.functional.mse_loss(net(*inputs), target).backward()
+    ref.update({f"grad.{n}": p.grad.clone() for n, p in net.named_parameters()})
+    if training:
+        adam = torch.optim.Adam(net.parameters(), lr=1e-2)
+        for _ in range(3):
+            adam.zero_grad()
+            torch.nn.functional.mse_loss(net(*inputs), target).backward()
+            adam.step()
+        ref.update({f"after.{n}": t.detach().clone() for n, t in net.state_dict().items() if t.is_floating_point()})
+    return ref
+
+
 def onnx_grid_export(folder):
     """For each model <name>: <name>.onnx and <name>-ref.safetensors: inputs (in.<i>; a batch other
     than the export's where the batch axis is dynamic), a target, PyTorch's outputs y, the MSE
@@ -299,8 +328,6 @@ def onnx_grid_export(folder):
     parameters and buffers after three Adam steps (after.<name>). PyTorch starts from the file's
     initializers (tracing in training mode runs BatchNorm once). index_add_ is not used: PyTorch
     1.13 refuses to export it with repeated indices, which message passing has."""
-    import onnx
-    import onnx.numpy_helper
     from torch.onnx import TrainingMode
     types = torch.tensor([0, 1, 2, 3, 4, 5, 1])
     edges = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 0], [1, 2, 3, 4, 5, 6, 0, 3]])
@@ -320,25 +347,7 @@ def onnx_grid_export(folder):
                           output_names=["y"], dynamic_axes=axes,
                           training=TrainingMode.TRAINING if training else TrainingMode.EVAL,
                           do_constant_folding=not training)
-        stored = {t.name: torch.from_numpy(onnx.numpy_helper.to_array(t).copy())
-                  for t in onnx.load(f"{folder}/{name}.onnx").graph.initializer}
-        state = net.state_dict()
-        net.load_state_dict({k: stored.get(k, v) for k, v in state.items()})
-        y = net(*inputs).detach()
-        target = torch.randn(y.shape)
-        ref = {f"in.{i}": t for i, t in enumerate(inputs)}
-        ref.update({"target": target, "y": y})
-        net.zero_grad()
-        torch.nn.functional.mse_loss(net(*inputs), target).backward()
-        ref.update({f"grad.{n}": p.grad.clone() for n, p in net.named_parameters()})
-        if training:
-            adam = torch.optim.Adam(net.parameters(), lr=1e-2)
-            for _ in range(3):
-                adam.zero_grad()
-                torch.nn.functional.mse_loss(net(*inputs), target).backward()
-                adam.step()
-            ref.update({f"after.{n}": t.detach().clone() for n, t in net.state_dict().items()
-                        if t.is_floating_point()})
+        ref = onnx_reference(net, f"{folder}/{name}.onnx", inputs, training)
         save_file(ref, f"{folder}/{name}-ref.safetensors")
         print(f"{name}: exported at opset {opset} in {'training' if training else 'evaluation'} mode")
     return 0
