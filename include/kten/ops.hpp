@@ -4,7 +4,10 @@
 /// \brief Operations on tensors. Each runs on its inputs' device and returns a tensor there;
 /// inputs on different devices throw kten::DeviceMismatch, mixed dtypes kten::DTypeError.
 
+#include <cstdint>
 #include <initializer_list>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include <kten/tensor.hpp>
@@ -76,6 +79,23 @@ Tensor minimum(const Tensor& a, const Tensor& b);
 /// \brief Elementwise min(max(x, lo), hi) (hi everywhere when lo > hi; NaN everywhere when a bound
 /// is NaN); the gradient passes where lo <= x <= hi, bounds included, and is 0 elsewhere.
 Tensor clamp(const Tensor& x, double lo, double hi);
+/// \brief Elementwise largest integer not above x (NaN and infinities stay); zero gradient.
+Tensor floor(const Tensor& x);
+/// \brief Elementwise smallest integer not below x; zero gradient.
+Tensor ceil(const Tensor& x);
+/// \brief Elementwise x rounded toward zero; zero gradient.
+Tensor trunc(const Tensor& x);
+/// \brief Elementwise nearest integer, halves to even (torch.round: 0.5 -> 0, 2.5 -> 2); zero gradient.
+Tensor round(const Tensor& x);
+/// \brief Elementwise -1, 0 or 1 by x's sign; 0 and -0 stay, NaN stays NaN (NumPy's and ONNX's;
+/// PyTorch 1.13 gives 0); zero gradient.
+Tensor sign(const Tensor& x);
+/// \brief Elementwise C remainder of a / b with broadcasting, the sign of a (torch.fmod); NaN where
+/// b is 0. Gradients: g for a, -g trunc(a / b) for b.
+Tensor fmod(const Tensor& a, const Tensor& b);
+/// \brief Elementwise remainder of a / b with broadcasting, the sign of b (torch.remainder, Python's
+/// %); NaN where b is 0. Gradients: g for a, -g floor(a / b) for b.
+Tensor remainder(const Tensor& a, const Tensor& b);
 /// \brief Elementwise sine.
 Tensor sin(const Tensor& x);
 /// \brief Elementwise cosine.
@@ -187,6 +207,20 @@ Tensor argmax(const Tensor& x, int axis, bool keepdim = false);
 /// \brief The flat row-major index (a 0-d int64 tensor on x's device) of the largest element,
 /// NaN and ties as for argmax(x, axis); ShapeError for an empty tensor.
 Tensor argmax(const Tensor& x);
+/// \brief The index (int64) of the smallest element along `axis` (torch.argmin): NaN and ties as
+/// for argmax(x, axis) (a NaN is found; ties give the first index).
+Tensor argmin(const Tensor& x, int axis, bool keepdim = false);
+/// \brief The flat row-major index of the smallest element (a 0-d int64 tensor on x's device).
+Tensor argmin(const Tensor& x);
+
+/// \brief Running sums along `axis` (torch.cumsum): out[..., j, ...] = x[..., 0, ...] + ... +
+/// x[..., j, ...]; float32 accumulated in float64. Its gradient is the running sum from the end.
+Tensor cumsum(const Tensor& x, int axis);
+/// \brief The k largest (or, not `largest`, smallest) elements along `axis` and their int64
+/// indices (torch.topk), sorted, NaN counting as the largest; equal values in index order (ONNX's
+/// TopK; PyTorch's order of ties is unspecified). ShapeError unless 0 <= k <= the axis' extent.
+/// One thread per line, O(extent * k) each: for the short axes of models, not a sort.
+std::tuple<Tensor, Tensor> topk(const Tensor& x, std::int64_t k, int axis = -1, bool largest = true, bool sorted = true);
 
 /// \brief The slices of x at `indices` along `axis` (torch.index_select): indices is a 1-D int64
 /// tensor; the result has x's shape with that axis's extent indices.numel(). An index outside
@@ -321,6 +355,11 @@ Tensor interpolate(const Tensor& x, const std::vector<double>& scale, nn::Interp
 /// (..., m, k) * (..., k, n) -> (..., m, n), their batch axes broadcast like NumPy (a matrix or a
 /// vector applies to every batch). ShapeError for a 0-d operand or differing k. Differentiable.
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// \brief torch.einsum: the sum of products the subscripts name, e.g. "bij,bjk->bik" (a batched
+/// matmul), "ii->i" (a diagonal), "...ij->...ji"; without "->", NumPy's implicit output (the
+/// ellipsis, then the letters used once, sorted). Labels of extent 1 broadcast. Made of kten's ops
+/// (pairs of operands are batched matmuls, left to right), which give its gradient.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 /// \brief Transposed view of a 2-D tensor (x.transpose(); shares storage, no copy).
 Tensor transpose(const Tensor& x);
 

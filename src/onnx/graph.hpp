@@ -29,9 +29,10 @@ using ops::OnnxAttribute;
 using ops::OnnxCall;
 using ops::OnnxNode;
 
-/// \brief The default domain's opsets load() reads: 11 to 23 (onnx 1.18). Most operators start at
-/// 13 (PyTorch 1.8's exporter), where their forms settled; each row of the table says.
-constexpr int kFirstOpset = 11, kLastOpset = ops::kOnnxLastOpset;
+/// \brief The default domain's opsets a model may import: 1 to 23 (onnx 1.18). Each operator is
+/// read within its own range (most start at 13, PyTorch 1.8's exporter, where their forms
+/// settled; a few unchanged ones earlier): each row of the table says.
+constexpr int kFirstOpset = 1, kLastOpset = ops::kOnnxLastOpset;
 
 /// \brief The operator table (op_table.cpp): the registry's import forms and the graph language's,
 /// by ONNX name.

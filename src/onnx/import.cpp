@@ -399,7 +399,7 @@ Model load(const std::string& path, const Device& device) {
   graph->proto = proto;
   graph->seed = nn::next_seed();
   // IR 3 (ONNX 1.0) to 13 (onnx 1.20's): IR 12 and 13 only add element types, which kten refuses by
-  // name; opsets 11 to 23 (onnx 1.18), each operator within its own range.
+  // name; opsets up to 23 (onnx 1.18), each operator within its own range.
   if (proto->ir_version() < 3 || proto->ir_version() > 13)
     l.bad("the model's IR version is ", proto->ir_version(), "; kten reads IR versions 3 to 13");
   std::set<std::string> imported;

@@ -36,6 +36,11 @@ std::vector<Tensor> shape_op(OnnxCall& c) {
   return {tensor(dims, {static_cast<std::int64_t>(dims.size())}, cpu())};  // on the host: no device access
 }
 
+// Size: the input's element count, a 0-d int64 on the host like Shape's.
+std::vector<Tensor> size_op(OnnxCall& c) {
+  return {tensor(std::vector<std::int64_t>{c.at(0).numel()}, Shape{}, cpu())};
+}
+
 std::vector<Tensor> constant(OnnxCall& c) {
   if (const OnnxAttribute* a = c.attr("value")) return {a->t};
   if (const OnnxAttribute* a = c.attr("value_float")) return {full({}, a->f, cpu(), float32)};
@@ -135,7 +140,7 @@ std::vector<Tensor> identity(OnnxCall& c) { return {c.at(0)}; }
 std::vector<OpImpl> graph_ops() {
   constexpr int last = ops::kOnnxLastOpset;
   return {
-      {"Constant", 13, last, 0, 0, 1, true, constant},
+      {"Constant", 12, last, 0, 0, 1, true, constant},
       {"ConstantOfShape", 13, last, 1, 1, 1, true, constant_of_shape, check_constant_of_shape, 0b1},
       {"Dropout", 11, last, 1, 3, 2, false, dropout_op, nullptr, 0b110},
       {"Identity", 13, last, 1, 1, 1, true, identity},
@@ -143,6 +148,7 @@ std::vector<OpImpl> graph_ops() {
       {"Range", 11, last, 3, 3, 1, true, range, nullptr, 0b111},
       {"RMSNormalization", 23, last, 2, 2, 1, true, rms_normalization, ops::check_stash_type},
       {"Shape", 13, last, 1, 1, 1, true, shape_op},
+      {"Size", 13, last, 1, 1, 1, true, size_op},
   };
 }
 

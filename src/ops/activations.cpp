@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Activations: relu, sigmoid, tanh, gelu, silu, softplus, clamp and leaky_relu, each with its gradient beside
-// it (one kernel each way). Bandwidth-bound like every elementwise kernel (elementwise.cpp).
+// it (one kernel each way). Bandwidth-bound like every elementwise kernel (elementwise.cpp). ONNX's
+// other activations (Elu, Selu, PRelu, HardSigmoid, HardSwish, Mish) load as compositions of these.
+#include <cmath>
+#include <limits>
+
 #include <kten/ops.hpp>
 
 #include "autograd/autograd.hpp"
@@ -77,13 +81,75 @@ std::vector<Tensor> gelu_op(OnnxCall& c) {
   return {x * 0.5 * (1.0 + tanh((x + x * x * x * 0.044715) * k))};
 }
 
-// clamp(x, lo, hi) = lo + relu(x - lo) - relu(x - hi): the importer has no Clip, Max or Min.
+// Clip: min and max are optional inputs (absent: unbounded). Bounds known at load are clamp's
+// scalars; computed ones are maximum/minimum, broadcast. NaN in x stays NaN.
+std::vector<Tensor> clip_op(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  for (std::size_t i : {1, 2})
+    if (c.has(i) && c.at(i).numel() != 1)
+      fail<ShapeError>("onnx", c.where(), ": its ", i == 1 ? "min" : "max", " has shape ", c.at(i).shape(),
+                       "; ONNX's bounds are scalars");
+  if ((!c.has(1) || c.on_host(1)) && (!c.has(2) || c.on_host(2))) {
+    const double inf = std::numeric_limits<double>::infinity();
+    const OpAttrs bounds = OpAttrs::of_reals({c.has(1) ? c.real(1) : -inf, c.has(2) ? c.real(2) : inf});
+    return {onnx_numeric({x}, [&](const std::vector<Tensor>& v) { return registered("clamp", v, bounds); })};
+  }
+  std::vector<Tensor> in{x};
+  for (std::size_t i : {1, 2}) in.push_back(c.has(i) ? c.at(i).reshape({}) : Tensor());
+  return {onnx_numeric(in, [](const std::vector<Tensor>& v) {
+    Tensor y = v[1].defined() ? registered("maximum", {v[0], v[1]}) : v[0];
+    return v[2].defined() ? registered("minimum", {y, v[2]}) : y;
+  })};
+}
+
+// clamp as Clip, its bounds scalar inputs of x's dtype (an infinite one left out).
 std::string clamp_row(OnnxEmit& e) {
   const double lo = e.r(0), hi = e.r(1);
-  std::string y = e.in[0];
-  if (std::isfinite(hi)) y = e.node("Sub", {y, e.node("Relu", {e.node("Sub", {e.in[0], e.scalar(hi)})})});
-  if (std::isfinite(lo)) y = e.node("Add", {y, e.node("Relu", {e.node("Sub", {e.scalar(lo), e.in[0]})})});
-  return std::isfinite(lo) || std::isfinite(hi) ? y : e.node("Identity", {y});
+  return e.node("Clip", {e.in[0], std::isinf(lo) && lo < 0 ? "" : e.scalar(lo), std::isinf(hi) && hi > 0 ? "" : e.scalar(hi)});
+}
+
+// The activations ONNX has and kten writes as compositions of its ops (so that their gradients,
+// and the second derivatives the model-families issue needs, are those ops').
+
+// x where x > 0, else alpha (e^x - 1): expm1 reads min(x, 0), so that a large x gives no infinity
+// whose zero gradient would be NaN.
+Tensor elu_of(const Tensor& x, double alpha) {
+  const Tensor negative = registered("clamp", {x}, OpAttrs::of_reals({-std::numeric_limits<double>::infinity(), 0.0}));
+  return where(gt(x, 0.0), x, registered("expm1", {negative}) * alpha);
+}
+
+std::vector<Tensor> elu_op(OnnxCall& c) { return {elu_of(c.at(0), c.attr_real("alpha", 1.0))}; }
+
+std::vector<Tensor> selu_op(OnnxCall& c) {
+  // ONNX's defaults, which are PyTorch's SELU constants rounded to float
+  const double alpha = c.attr_real("alpha", 1.67326319217681884765625), gamma = c.attr_real("gamma", 1.05070102214813232421875);
+  return {elu_of(c.at(0), alpha) * gamma};
+}
+
+// max(0, min(1, alpha x + beta))
+Tensor hard_sigmoid_of(const Tensor& x, double alpha, double beta) {
+  return registered("clamp", {x * alpha + beta}, OpAttrs::of_reals({0.0, 1.0}));
+}
+
+std::vector<Tensor> hard_sigmoid_op(OnnxCall& c) {
+  return {hard_sigmoid_of(c.at(0), c.attr_real("alpha", 0.2), c.attr_real("beta", 0.5))};
+}
+
+std::vector<Tensor> hard_swish_op(OnnxCall& c) { return {c.at(0) * hard_sigmoid_of(c.at(0), 1.0 / 6, 0.5)}; }
+
+// x tanh(softplus(x)), softplus with ONNX's beta 1 (PyTorch's threshold 20 leaves tanh at 1)
+std::vector<Tensor> mish_op(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  return {x * registered("tanh", {registered("softplus", {x}, OpAttrs::of_reals({1.0, 20.0}))})};
+}
+
+// x where x > 0, else slope x; the slope broadcasts to x (one per channel, as PyTorch's PReLU)
+std::vector<Tensor> prelu_op(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const Tensor& slope = c.at(1);
+  if (kten::detail::broadcast_shapes("onnx", x.shape(), slope.shape()).shape != x.shape())
+    fail<ShapeError>("onnx", c.where(), ": the slope's shape ", slope.shape(), " does not broadcast to x's ", x.shape());
+  return {where(gt(x, 0.0), x, x * slope)};
 }
 
 }  // namespace
@@ -126,16 +192,25 @@ std::vector<OpDef> activation_ops() {
   set_onnx(rows, "silu", {}, {{"kten::silu", [](OnnxEmit& e) {
                                  return e.node("Mul", {e.in[0], e.node("Sigmoid", {e.in[0]})});
                                }}});
-  set_onnx(rows, "softplus", {{"Softplus", 13, kOnnxLastOpset, 1, 1, 1, true, softplus_op, nullptr, 0}},
+  set_onnx(rows, "softplus",
+           {{"Softplus", 13, kOnnxLastOpset, 1, 1, 1, true, softplus_op, nullptr, 0},
+            {"Mish", 18, kOnnxLastOpset, 1, 1, 1, true, mish_op, nullptr, 0}},
            {{"kten::softplus",
              [](OnnxEmit& e) {  // ONNX's Softplus has beta 1 (and PyTorch's threshold 20 at load)
                if (e.r(0) == 1) return e.node("Softplus", {e.in[0]});
                const std::string beta = e.scalar(e.r(0));
                return e.node("Div", {e.node("Softplus", {e.node("Mul", {e.in[0], beta})}), beta});
              }}});
-  set_onnx(rows, "clamp", {}, {{"kten::clamp", clamp_row}});
+  set_onnx(rows, "clamp",
+           {{"Clip", 13, kOnnxLastOpset, 1, 3, 1, true, clip_op, nullptr, 0},
+            {"HardSigmoid", 13, kOnnxLastOpset, 1, 1, 1, true, hard_sigmoid_op, nullptr, 0},
+            {"HardSwish", 14, kOnnxLastOpset, 1, 1, 1, true, hard_swish_op, nullptr, 0},
+            {"Elu", 6, kOnnxLastOpset, 1, 1, 1, true, elu_op, nullptr, 0},
+            {"Selu", 13, kOnnxLastOpset, 1, 1, 1, true, selu_op, nullptr, 0}},
+           {{"kten::clamp", clamp_row}});
   set_onnx(rows, "leaky_relu",
-           {{"LeakyRelu", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_leaky_relu, nullptr, 0}},
+           {{"LeakyRelu", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_leaky_relu, nullptr, 0},
+            {"PRelu", 13, kOnnxLastOpset, 2, 2, 1, true, prelu_op, nullptr, 0}},
            {{"kten::leaky_relu",
              [](OnnxEmit& e) { return e.node("LeakyRelu", {e.in[0]}, {attr_f("alpha", e.r(0))}); }}});
   return rows;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Binary math with broadcasting: pow(a, b), maximum and minimum, each with its gradient beside it.
-// Bandwidth-bound like every elementwise kernel (elementwise.cpp).
+// Bandwidth-bound like every elementwise kernel (elementwise.cpp). ONNX's Max and Min (any number
+// of inputs) load as maximum and minimum.
 #include <kten/ops.hpp>
 
 #include "autograd/autograd.hpp"
@@ -66,6 +67,20 @@ std::vector<Tensor> pow_op(OnnxCall& c) {
   return {registered("pow", {c.at(0), c.at(1).astype(c.at(0).dtype())})};
 }
 
+// ONNX's Max and Min take one or more inputs, broadcast together (int64 ones through float64).
+template <const char* Name>
+std::vector<Tensor> extremum_of_inputs(OnnxCall& c) {
+  std::vector<Tensor> in;
+  for (std::size_t i = 0; i < c.in.size(); ++i) in.push_back(c.at(i));
+  return {onnx_numeric(in, [](const std::vector<Tensor>& v) {
+    Tensor y = v[0];
+    for (std::size_t i = 1; i < v.size(); ++i) y = registered(Name, {y, v[i]});
+    return y;
+  })};
+}
+
+constexpr char k_maximum[] = "maximum", k_minimum[] = "minimum";
+
 }  // namespace
 
 // The registry's rows of this family (registry.hpp).
@@ -80,6 +95,10 @@ std::vector<OpDef> binary_math_ops() {
   };
   set_onnx(rows, "pow", {{"Pow", 13, kOnnxLastOpset, 2, 2, 1, true, pow_op, nullptr, 0}},
            {onnx_node_of("kten::pow", "Pow")});
+  set_onnx(rows, "maximum", {{"Max", 13, kOnnxLastOpset, 1, 1 << 20, 1, true, extremum_of_inputs<k_maximum>, nullptr, 0}},
+           {onnx_node_of("kten::maximum", "Max")});
+  set_onnx(rows, "minimum", {{"Min", 13, kOnnxLastOpset, 1, 1 << 20, 1, true, extremum_of_inputs<k_minimum>, nullptr, 0}},
+           {onnx_node_of("kten::minimum", "Min")});
   return rows;
 }
 

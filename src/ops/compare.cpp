@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Comparisons (eq ne lt le gt ge, tensor with tensor or with a scalar) -> boolean, and where().
+// ONNX's logic (Not, And, Or, Xor) and Trilu load as these.
 // Elementwise and bandwidth-bound like the arithmetic: comparisons are the broadcasting binary
 // kernels of elementwise.hpp with a bool result, for every dtype. NaN follows IEEE: it compares
 // false, except ne (true). Not differentiable.
@@ -8,6 +9,7 @@
 // per dtype, backend and operand layout instead of six. The branch is the same for every thread
 // (uniform, so free on a GPU; hoisted out of the loop on a CPU) and the kernel is bound by memory,
 // not by the compare; six functors made this the build's second-slowest file (823 s of nvcc).
+#include <algorithm>
 #include <cmath>
 
 #include <kten/ops.hpp>
@@ -162,7 +164,48 @@ using kten::detail::fail;
 
 std::vector<Tensor> where_op(OnnxCall& c) { return {registered("where", {c.at(0), c.at(1), c.at(2)})}; }
 
-std::vector<Tensor> equal(OnnxCall& c) { return {registered("eq", {c.at(0), c.at(1)})}; }
+// Trilu: x's upper (upper = 1) or lower triangle of its last two axes, from diagonal k on (column
+// minus row >= k, or <= k), zero elsewhere: where() over a mask made of two ranges.
+std::vector<Tensor> trilu(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  if (x.ndim() < 2) fail<ShapeError>("onnx", c.where(), ": the input must have at least 2 axes, not ", x.shape());
+  const std::int64_t k = c.has(1) ? c.ints(1).at(0) : 0;
+  const std::int64_t rows = x.size(-2), cols = x.size(-1);
+  // float64 holds every difference of two positions exactly; k beyond them clamps without changing the mask
+  const double diagonal = static_cast<double>(std::clamp<std::int64_t>(k, -rows - 1, cols + 1));
+  const Tensor column_minus_row = arange(0, static_cast<double>(cols), 1, x.device(), float64).reshape({1, cols}) -
+                                  arange(0, static_cast<double>(rows), 1, x.device(), float64).reshape({rows, 1});
+  const Tensor keep = c.attr_int("upper", 1) != 0 ? ge(column_minus_row, diagonal) : le(column_minus_row, diagonal);
+  return {registered("where_scalar_b", {keep, x}, OpAttrs::of_reals({0}))};
+}
+
+template <const char* Name>
+std::vector<Tensor> comparison(OnnxCall& c) { return {registered(Name, {c.at(0), c.at(1)})}; }
+
+constexpr char k_eq[] = "eq", k_ne[] = "ne", k_lt[] = "lt", k_le[] = "le", k_gt[] = "gt", k_ge[] = "ge";
+
+// ONNX's logic on booleans, as comparisons and where(): not a = (a == false), a and b = (a ? b :
+// false), a or b = (a ? true : b), a xor b = (a != b).
+void check_booleans(const OnnxCall& c) {
+  for (const Tensor& t : c.in)
+    if (t.dtype() != boolean) fail<DTypeError>("onnx", c.where(), ": takes booleans, not ", t.dtype());
+}
+std::vector<Tensor> not_op(OnnxCall& c) {
+  check_booleans(c);
+  return {registered("eq_scalar", {c.at(0)}, OpAttrs::of_reals({0}))};
+}
+std::vector<Tensor> and_op(OnnxCall& c) {
+  check_booleans(c);
+  return {registered("where_scalar_b", {c.at(0), c.at(1)}, OpAttrs::of_reals({0}))};
+}
+std::vector<Tensor> or_op(OnnxCall& c) {
+  check_booleans(c);
+  return {registered("where_scalar_a", {c.at(0), c.at(1)}, OpAttrs::of_reals({1}))};
+}
+std::vector<Tensor> xor_op(OnnxCall& c) {
+  check_booleans(c);
+  return {registered("ne", {c.at(0), c.at(1)})};
+}
 
 }  // namespace
 
@@ -184,13 +227,35 @@ std::vector<OpDef> compare_ops() {
       {"where_scalar_a", "where(Tensor,double,Tensor)", 2, {Domain::real}, DTypes::any, true,
        [](X x, A a) { return where(x[0], a.reals.at(0), x[1]); }},
   };
-  set_onnx(rows, "eq", {{"Equal", 13, kOnnxLastOpset, 2, 2, 1, true, equal, nullptr, 0}},
+  set_onnx(rows, "eq", {{"Equal", 13, kOnnxLastOpset, 2, 2, 1, true, comparison<k_eq>, nullptr, 0}},
            {onnx_node_of("kten::eq", "Equal")});
-  set_onnx(rows, "eq_scalar", {}, {onnx_with_scalar("kten::eq_scalar", "Equal")});
-  set_onnx(rows, "where", {{"Where", 13, kOnnxLastOpset, 3, 3, 1, true, where_op, nullptr, 0}},
+  set_onnx(rows, "eq_scalar", {{"Not", 1, kOnnxLastOpset, 1, 1, 1, true, not_op, nullptr, 0}},
+           {onnx_with_scalar("kten::eq_scalar", "Equal")});
+  const auto not_equal = [](OnnxEmit& e, const std::string& b) { return e.node("Not", {e.node("Equal", {e.in[0], b})}); };
+  set_onnx(rows, "ne", {{"Xor", 7, kOnnxLastOpset, 2, 2, 1, true, xor_op, nullptr, 0}},
+           {{"kten::ne", [not_equal](OnnxEmit& e) { return not_equal(e, e.in[1]); }}});
+  set_onnx(rows, "ne_scalar", {}, {{"kten::ne_scalar", [not_equal](OnnxEmit& e) { return not_equal(e, e.scalar(e.r(0))); }}});
+  set_onnx(rows, "lt", {{"Less", 13, kOnnxLastOpset, 2, 2, 1, true, comparison<k_lt>, nullptr, 0}},
+           {onnx_node_of("kten::lt", "Less")});
+  set_onnx(rows, "le", {{"LessOrEqual", 13, kOnnxLastOpset, 2, 2, 1, true, comparison<k_le>, nullptr, 0}},
+           {onnx_node_of("kten::le", "LessOrEqual")});
+  set_onnx(rows, "gt", {{"Greater", 13, kOnnxLastOpset, 2, 2, 1, true, comparison<k_gt>, nullptr, 0}},
+           {onnx_node_of("kten::gt", "Greater")});
+  set_onnx(rows, "ge", {{"GreaterOrEqual", 13, kOnnxLastOpset, 2, 2, 1, true, comparison<k_ge>, nullptr, 0}},
+           {onnx_node_of("kten::ge", "GreaterOrEqual")});
+  set_onnx(rows, "lt_scalar", {}, {onnx_with_scalar("kten::lt_scalar", "Less")});
+  set_onnx(rows, "le_scalar", {}, {onnx_with_scalar("kten::le_scalar", "LessOrEqual")});
+  set_onnx(rows, "gt_scalar", {}, {onnx_with_scalar("kten::gt_scalar", "Greater")});
+  set_onnx(rows, "ge_scalar", {}, {onnx_with_scalar("kten::ge_scalar", "GreaterOrEqual")});
+  set_onnx(rows, "where",
+           {{"Where", 13, kOnnxLastOpset, 3, 3, 1, true, where_op, nullptr, 0},
+            {"Trilu", 14, kOnnxLastOpset, 1, 2, 1, true, trilu, nullptr, 0b10}},
            {{"kten::where", [](OnnxEmit& e) {
                return e.node("Where", {e.in.at(2), e.in[0], e.in[1]});
              }}});
+  // (where() with a scalar records itself as where() with a 0-d tensor: kten::where's export)
+  set_onnx(rows, "where_scalar_b", {{"And", 7, kOnnxLastOpset, 2, 2, 1, true, and_op, nullptr, 0}}, {});
+  set_onnx(rows, "where_scalar_a", {{"Or", 7, kOnnxLastOpset, 2, 2, 1, true, or_op, nullptr, 0}}, {});
   return rows;
 #undef KTEN_COMPARISON_OPS
 }

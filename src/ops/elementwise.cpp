@@ -275,6 +275,8 @@ void check_cast(const OnnxNode& n) {
                       " is not supported (float, double, int64, bool)");
 }
 
+std::vector<Tensor> onnx_reciprocal(OnnxCall& c) { return {registered("rdiv_scalar", {c.at(0)}, OpAttrs::of_reals({1}))}; }
+
 }  // namespace
 
 // The registry's rows of this family (registry.hpp): each public operation above, once.
@@ -299,20 +301,21 @@ std::vector<OpDef> elementwise_ops() {
       {"fma", "fma(Tensor,Tensor,Tensor)", 3, {real}, DTypes::floating, true, [](X x, A) { return fma(x[0], x[1], x[2]); }},
       {"Tensor::astype", "Tensor::astype(DType)", 1, {real}, DTypes::any, true, [](X x, A a) { return x[0].astype(a.dtype); }},
   };
-  set_onnx(rows, "add", {{"Add", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_add>, nullptr, 0}},
+  set_onnx(rows, "add", {{"Add", 7, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_add>, nullptr, 0}},
            {onnx_node_of("kten::add", "Add")});
-  set_onnx(rows, "sub", {{"Sub", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_sub>, nullptr, 0}},
+  set_onnx(rows, "sub", {{"Sub", 7, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_sub>, nullptr, 0}},
            {onnx_node_of("kten::sub", "Sub")});
-  set_onnx(rows, "mul", {{"Mul", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_mul>, nullptr, 0}},
+  set_onnx(rows, "mul", {{"Mul", 7, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_mul>, nullptr, 0}},
            {onnx_node_of("kten::mul", "Mul")});
-  set_onnx(rows, "div", {{"Div", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_div>, nullptr, 0}},
+  set_onnx(rows, "div", {{"Div", 7, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_div>, nullptr, 0}},
            {onnx_node_of("kten::div", "Div")});
   set_onnx(rows, "add_scalar", {}, {onnx_with_scalar("kten::add_scalar", "Add")});
   set_onnx(rows, "sub_scalar", {}, {onnx_with_scalar("kten::sub_scalar", "Sub")});
   set_onnx(rows, "rsub_scalar", {}, {onnx_with_scalar("kten::rsub_scalar", "Sub", true)});
   set_onnx(rows, "mul_scalar", {}, {onnx_with_scalar("kten::mul_scalar", "Mul")});
   set_onnx(rows, "div_scalar", {}, {onnx_with_scalar("kten::div_scalar", "Div")});
-  set_onnx(rows, "rdiv_scalar", {}, {onnx_with_scalar("kten::rdiv_scalar", "Div", true)});
+  set_onnx(rows, "rdiv_scalar", {{"Reciprocal", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_reciprocal, nullptr, 0}},
+           {onnx_with_scalar("kten::rdiv_scalar", "Div", true)});
   set_onnx(rows, "fma", {}, {{"kten::fma", [](OnnxEmit& e) {
                                 return e.node("Add", {e.node("Mul", {e.in[0], e.in[1]}), e.in[2]});
                               }}});

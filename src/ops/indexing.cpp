@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Indexing: argmax (-> int64), index_select and gather (int64 indices), for every dtype. Each
+// Indexing: argmax and argmin (-> int64), index_select and gather (int64 indices), for every dtype. Each
 // output element is found or read on its own (one thread per output, inputs read in place through
 // their strides), like the elementwise kernels; the kernel checks each index as it reads it
 // (index_errors.hpp: no extra pass, no host synchronisation). index_select and gather are
 // differentiable: their gradient is index_add / scatter_add into zeros (scatter.cpp), which adds
-// repeated indices' gradients in a fixed order; argmax is not.
+// repeated indices' gradients in a fixed order; argmax and argmin are not.
 #include <cmath>
 #include <utility>
 
@@ -22,21 +22,29 @@
 namespace kten {
 namespace detail {
 
-/// \brief Whether v replaces best as the largest: NaN beats every number (so the first NaN stays),
-/// otherwise only a strictly larger value (so ties keep the first index).
-template <class T>
-KOKKOS_INLINE_FUNCTION bool beats(T v, T best) {
-  return v > best || (v != v && best == best);
-}
+/// \brief Whether v replaces best as the largest (`smallest`: the smallest): NaN beats every number
+/// (so a NaN is found, as torch.argmax and argmin find it), otherwise only a strictly larger
+/// (smaller) value, so that ties keep the first index; with `last` an equal value too, so that
+/// they keep the last (ONNX's select_last_index). The flags are the same for every thread.
+struct ArgPick {
+  bool smallest, last;
+  template <class T>
+  KOKKOS_INLINE_FUNCTION bool operator()(T v, T best) const {
+    if (v != v) return best == best || last;
+    if (best != best) return false;
+    return (smallest ? v < best : v > best) || (last && v == best);
+  }
+};
 
-/// \brief out[o] = the first k in [0, len) with the largest x[base + k * step], base the offset of
-/// o in x through s (x's strides along the other axes).
+/// \brief out[o] = the first (or last) k in [0, len) with the picked x[base + k * step], base the
+/// offset of o in x through s (x's strides along the other axes).
 template <class T>
-struct ArgmaxKernel {
+struct ArgPickKernel {
   const T* x;
   std::int64_t* out;
   BroadcastIndex s;
   std::int64_t len, step;
+  ArgPick beats;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t o) const {
     std::int64_t base, unused;
     s.offsets(o, base, unused);
@@ -48,14 +56,15 @@ struct ArgmaxKernel {
   }
 };
 
-/// \brief The whole-tensor argmax's second pass over a contiguous x of n elements: part p's best
+/// \brief The whole-tensor pick's second pass over a contiguous x of n elements: part p's best
 /// is at p * per_part + part_best[p]; the tail after the parts is scanned element by element.
 template <class T>
-struct ArgmaxPartsKernel {
+struct ArgPickPartsKernel {
   const T* x;
   const std::int64_t* part_best;
   std::int64_t* out;
   std::int64_t parts, per_part, n;
+  ArgPick beats;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t) const {
     std::int64_t best = part_best[0];
     for (std::int64_t p = 1; p < parts; ++p) {
@@ -153,13 +162,13 @@ Tensor take(const char* label, const Tensor& x, int a, const Tensor& index) {
 
 using namespace detail;
 
-Tensor argmax(const Tensor& x, int axis, bool keepdim) {
-  constexpr const char* label = "kten::argmax";
+Tensor detail::arg_pick(const Tensor& x, int axis, bool keepdim, bool smallest, bool last) {
+  const char* label = smallest ? "kten::argmin" : "kten::argmax";
   check_defined(x, label);
   const int a = normalize_axis(label, x, axis);
   const std::int64_t len = x.shape()[a];
   if (len == 0)
-    fail<ShapeError>(label, "axis ", axis, " of shape ", x.shape(), " is empty, so it has no largest element");
+    fail<ShapeError>(label, "axis ", axis, " of shape ", x.shape(), " is empty, so it has no ", smallest ? "smallest" : "largest", " element");
   const Shape rest = without_axis(x.shape(), a);
   Shape kept = x.shape();
   kept[a] = 1;
@@ -167,31 +176,40 @@ Tensor argmax(const Tensor& x, int axis, bool keepdim) {
   const BroadcastIndex s = strided_index(label, rest, without_axis(x.strides(), a), Shape(rest.size(), 0));
   launch_views<Accepts::any>(label, [&](const auto& backend, auto* px, std::int64_t* po) {
     using T = std::remove_pointer_t<decltype(px)>;
-    for_each_index(label, backend, out.numel(), ArgmaxKernel<T>{px, po, s, len, x.strides()[a]}, out.numel() * len);
+    for_each_index(label, backend, out.numel(), ArgPickKernel<T>{px, po, s, len, x.strides()[a], {smallest, last}}, out.numel() * len);
   }, x, Fixed<std::int64_t>{out});
   return out;
 }
 
-// Two passes over about sqrt(n) parts of about sqrt(n) elements: every part's argmax in parallel,
+Tensor argmax(const Tensor& x, int axis, bool keepdim) { return arg_pick(x, axis, keepdim, false, false); }
+Tensor argmin(const Tensor& x, int axis, bool keepdim) { return arg_pick(x, axis, keepdim, true, false); }
+
+namespace {
+// Two passes over about sqrt(n) parts of about sqrt(n) elements: every part's pick in parallel,
 // then one thread over the parts' winners (in order, so the first index still wins).
-Tensor argmax(const Tensor& x_in) {
-  constexpr const char* label = "kten::argmax_all";
+Tensor arg_pick_all(const Tensor& x_in, bool smallest) {
+  const char* label = smallest ? "kten::argmin_all" : "kten::argmax_all";
   check_defined(x_in, label);
   if (x_in.numel() == 0)
-    fail<ShapeError>(label, "the tensor is empty (shape ", x_in.shape(), "), so it has no largest element");
+    fail<ShapeError>(label, "the tensor is empty (shape ", x_in.shape(), "), so it has no ", smallest ? "smallest" : "largest", " element");
   const Tensor x = x_in.contiguous();  // a view is read through one contiguous copy, as reductions do
   const std::int64_t n = x.numel();
   const auto per_part = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(n))));
   const std::int64_t parts = n / per_part;  // >= 1: per_part <= n
   Tensor part_best = empty({parts}, x.device(), DType::int64), out = empty({}, x.device(), DType::int64);
   const BroadcastIndex s = strided_index(label, {parts}, {per_part}, {0});
+  const ArgPick pick{smallest, false};
   launch<Accepts::any>(label, [&](const auto& backend, auto* px, std::int64_t* pb, std::int64_t* po) {
     using T = std::remove_pointer_t<decltype(px)>;
-    for_each_index(label, backend, parts, ArgmaxKernel<T>{px, pb, s, per_part, 1}, parts * per_part);
-    for_each_index(label, backend, 1, ArgmaxPartsKernel<T>{px, pb, po, parts, per_part, n}, parts + per_part);
+    for_each_index(label, backend, parts, ArgPickKernel<T>{px, pb, s, per_part, 1, pick}, parts * per_part);
+    for_each_index(label, backend, 1, ArgPickPartsKernel<T>{px, pb, po, parts, per_part, n, pick}, parts + per_part);
   }, x, Fixed<std::int64_t>{part_best}, Fixed<std::int64_t>{out});
   return out;
 }
+}  // namespace
+
+Tensor argmax(const Tensor& x) { return arg_pick_all(x, false); }
+Tensor argmin(const Tensor& x) { return arg_pick_all(x, true); }
 
 namespace detail {
 namespace {
@@ -283,6 +301,14 @@ std::vector<Tensor> gather_elements(OnnxCall& c) {
   return {gather(x, onnx_axis(c, c.attr_int("axis", 0), x.ndim()), c.at(1))};
 }
 
+// ArgMax and ArgMin: axis 0 and keepdims 1 by default; select_last_index picks the last of ties.
+std::vector<Tensor> arg_extremum(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const int axis = onnx_axis(c, c.attr_int("axis", 0), x.ndim());
+  const bool keep = c.attr_int("keepdims", 1) != 0, last = c.attr_int("select_last_index", 0) != 0;
+  return {kten::detail::arg_pick(x, axis, keep, c.node.op_type == "ArgMin", last)};
+}
+
 }  // namespace
 
 // The registry's rows of this family (registry.hpp). Index tensors (int64) are the second input.
@@ -293,11 +319,17 @@ std::vector<OpDef> indexing_ops() {
       {"argmax_axis", "argmax(Tensor,int,bool)", 1, {Domain::distinct}, DTypes::floating, false,
        [](X x, A a) { return argmax(x[0], axis_of(a), a.keepdim); }},
       {"argmax", "argmax(Tensor)", 1, {Domain::distinct}, DTypes::floating, false, [](X x, A) { return argmax(x[0]); }},
+      {"argmin_axis", "argmin(Tensor,int,bool)", 1, {Domain::distinct}, DTypes::floating, false,
+       [](X x, A a) { return argmin(x[0], axis_of(a), a.keepdim); }},
+      {"argmin", "argmin(Tensor)", 1, {Domain::distinct}, DTypes::floating, false, [](X x, A) { return argmin(x[0]); }},
       {"index_select", "index_select(Tensor,int,Tensor)", 2, {Domain::real}, DTypes::any, true,
        [](X x, A a) { return index_select(x[0], axis_of(a), x[1]); }},
       {"gather", "gather(Tensor,int,Tensor)", 2, {Domain::real}, DTypes::any, true,
        [](X x, A a) { return gather(x[0], axis_of(a), x[1]); }},
   };
+  // (argmax and argmin have no gradient and record nothing on the tape: nothing to export)
+  set_onnx(rows, "argmax_axis", {{"ArgMax", 13, kOnnxLastOpset, 1, 1, 1, true, arg_extremum, nullptr, 0}}, {});
+  set_onnx(rows, "argmin_axis", {{"ArgMin", 13, kOnnxLastOpset, 1, 1, 1, true, arg_extremum, nullptr, 0}}, {});
   set_onnx(rows, "index_select", {{"Gather", 13, kOnnxLastOpset, 2, 2, 1, true, gather_op, nullptr, 0b10}},
            {{"kten::index_select", [](OnnxEmit& e) {
                return e.node("Gather", {e.in[0], e.in.at(1)}, {attr_i("axis", e.i(0))});

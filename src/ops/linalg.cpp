@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Matrix products with torch.matmul's rules (matrices, vectors, broadcast batches; operands row- or
-// column-major, views included) and transpose (a view).
+// column-major, views included) and transpose (a view). ONNX's Einsum loads as einsum.cpp's
+// products.
 #include <string>
 
 #include <kten/ops.hpp>
@@ -205,6 +206,18 @@ std::vector<Tensor> onnx_gemm(OnnxCall& c) {
 
 std::vector<Tensor> matmul_op(OnnxCall& c) { return {registered("matmul", {c.at(0), c.at(1)})}; }
 
+// Einsum: kten::einsum (einsum.cpp), int64 through float64 (exact below 2^53).
+std::vector<Tensor> einsum_op(OnnxCall& c) {
+  const OnnxAttribute* equation = c.attr("equation");
+  if (!equation || equation->kind != OnnxAttribute::text)
+    fail<FormatError>("onnx", c.where(), ": its equation attribute is missing or not a string");
+  std::vector<Tensor> in;
+  for (std::size_t i = 0; i < c.in.size(); ++i) in.push_back(c.at(i));
+  OpAttrs attrs;
+  attrs.text = equation->s;
+  return {onnx_numeric(in, [&](const std::vector<Tensor>& v) { return registered("einsum", v, attrs); })};
+}
+
 }  // namespace
 
 // The registry's rows of this family (registry.hpp).
@@ -214,11 +227,15 @@ std::vector<OpDef> linalg_ops() {
   std::vector<OpDef> rows = {
       {"matmul", "matmul(Tensor,Tensor)", 2, {Domain::real}, DTypes::floating, true, [](X x, A) { return matmul(x[0], x[1]); }},
       {"transpose", "transpose(Tensor)", 1, {Domain::real}, DTypes::any, true, [](X x, A) { return transpose(x[0]); }},
+      // text: the equation (einsum.cpp: made of kten's ops, which record themselves)
+      {"einsum", "einsum(string,vector<Tensor>)", -1, {Domain::real}, DTypes::floating, true,
+       [](X x, A a) { return einsum(a.text, x); }},
   };
   // matmul also carries Linear's forms (kten::detail::linear: the product with its bias).
   set_onnx(rows, "matmul",
            {{"MatMul", 13, kOnnxLastOpset, 2, 2, 1, true, matmul_op, nullptr, 0},
-            {"Gemm", 13, kOnnxLastOpset, 2, 3, 1, true, onnx_gemm, nullptr, 0}},
+            {"Gemm", 13, kOnnxLastOpset, 2, 3, 1, true, onnx_gemm, nullptr, 0},
+            {"Einsum", 12, kOnnxLastOpset, 1, 1 << 20, 1, true, einsum_op, nullptr, 0}},
            {onnx_node_of("kten::matmul", "MatMul"),
             {"kten::linear", [](OnnxEmit& e) {  // x W^T + b: Gemm for a matrix
                const bool bias = e.in.size() > 2;

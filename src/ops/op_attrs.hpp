@@ -3,6 +3,7 @@
 // The non-tensor arguments of an op's call, as the registry (registry.hpp) passes them to its
 // forward and the autograd tape records them for save()'s trace.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <kten/device.hpp>
@@ -18,6 +19,7 @@ struct OpAttrs {
   bool keepdim = false;            ///< \brief reductions: keep reduced axes as extent 1
   DType dtype = DType::float32;    ///< \brief astype's target
   Device device = cpu();           ///< \brief copyto's and to()'s target
+  std::string text;                ///< \brief einsum's equation
 
   /// \brief `ints` given.
   static OpAttrs of_ints(std::vector<std::int64_t> v, bool keep = false) {

@@ -170,7 +170,8 @@ std::vector<OpDef> reduce_ops() {
              }}});
   set_onnx(rows, "mean_axes", {{"ReduceMean", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}},
            {onnx_reduction_of("kten::mean", "ReduceMean")});
-  set_onnx(rows, "norm_axes", {{"ReduceL2", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}});
+  set_onnx(rows, "norm_axes", {{"ReduceL2", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}},
+           {onnx_reduction_of("kten::norm", "ReduceL2")});
   return rows;
 }
 

@@ -207,6 +207,26 @@ std::vector<Tensor> onnx_expand(OnnxCall& c) {
   return {x.expand(onnx_broadcast(c, x.shape(), c.ints(1)))};
 }
 
+// Tile: x repeated r_d times along each axis d, as an expand of x with an axis of extent 1 before
+// each of its own (one copy, when the result is made contiguous), its gradient expand's (a sum).
+std::vector<Tensor> onnx_tile(OnnxCall& c) {
+  const Tensor& x = c.at(0);
+  const std::vector<std::int64_t> repeats = c.ints(1);
+  if (repeats.size() != static_cast<std::size_t>(x.ndim()))
+    fail<ShapeError>("onnx", c.where(), ": ", repeats.size(), " repeats for a rank-", x.ndim(), " input");
+  Shape split, expanded, tiled;
+  for (std::size_t d = 0; d < repeats.size(); ++d) {
+    if (repeats[d] < 0) fail<ShapeError>("onnx", c.where(), ": a negative repeat, ", repeats[d]);
+    const auto extent = kten::detail::checked_mul(repeats[d], x.shape()[d]);
+    if (!extent) fail<ShapeError>("onnx", c.where(), ": repeat ", repeats[d], " of extent ", x.shape()[d], " overflows");
+    split.insert(split.end(), {1, x.shape()[d]});
+    expanded.insert(expanded.end(), {repeats[d], x.shape()[d]});
+    tiled.push_back(*extent);
+  }
+  kten::detail::checked_numel(tiled, "onnx");
+  return {x.reshape(split).expand(expanded).reshape(tiled)};
+}
+
 // A reshape's target, the batch axis (0) written so that another batch size works: 0 (copy the
 // input's) where it kept its extent, -1 (what the other extents leave) where it did not.
 std::string reshape_row(OnnxEmit& e) {
@@ -261,7 +281,8 @@ std::vector<OpDef> view_ops() {
             {"Flatten", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_flatten, nullptr, 0}},
            {{"kten::reshape", reshape_row}});
   set_onnx(rows, "Tensor::expand",
-           {{"Expand", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_expand, nullptr, 0b10}},
+           {{"Expand", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_expand, nullptr, 0b10},
+            {"Tile", 13, kOnnxLastOpset, 2, 2, 1, true, onnx_tile, nullptr, 0b10}},
            {{"kten::expand", expand_row}});
   set_onnx(rows, "Tensor::transpose", {}, {{"kten::transpose", [](OnnxEmit& e) {
                                               std::vector<std::int64_t> perm;
@@ -319,8 +340,9 @@ std::vector<OpDef> all_ops() {
   std::vector<OpDef> all;
   // One family per line: each op family's file ends with its rows.
   for (std::vector<OpDef> (*family)() : {
-           elementwise_ops, unary_math_ops, activation_ops, binary_math_ops, compare_ops, reduce_ops, extremum_ops,
-           softmax_ops, indexing_ops, linalg_ops, view_ops,
+           elementwise_ops, unary_math_ops, activation_ops, binary_math_ops, rounding_ops, compare_ops, reduce_ops,
+           extremum_ops,
+           softmax_ops, indexing_ops, scan_select_ops, linalg_ops, view_ops,
            conv_ops, pad_ops,  // convolutions and padding
            pool_ops, resample_ops,  // pooling and resampling
            norm_ops,  // batch, group and instance normalisation

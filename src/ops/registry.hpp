@@ -66,6 +66,8 @@ std::vector<OpDef> elementwise_ops();
 std::vector<OpDef> unary_math_ops();
 std::vector<OpDef> activation_ops();
 std::vector<OpDef> binary_math_ops();
+std::vector<OpDef> rounding_ops();  // floor, ceil, trunc, round, sign, fmod, remainder
+std::vector<OpDef> scan_select_ops();  // cumsum, topk
 std::vector<OpDef> compare_ops();
 std::vector<OpDef> reduce_ops();
 std::vector<OpDef> extremum_ops();

@@ -2,7 +2,8 @@
 // softmax, log_softmax and logsumexp along one axis, each with its gradient. Every one starts by
 // subtracting the axis' max, so exp never overflows. All six are row kernels (rows.hpp):
 // bandwidth-bound, one read of the input(s) from memory and one write, the row's further passes
-// from cache.
+// from cache. ONNX's NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss load as log_softmax,
+// gather and sums.
 #include <cmath>
 
 #include <kten/ops.hpp>
@@ -213,6 +214,50 @@ std::vector<Tensor> softmax_op(OnnxCall& c) {
   return {registered(c.node.op_type == "Softmax" ? "softmax" : "log_softmax", {x}, axis)};
 }
 
+// The training losses ONNX writes over log-probabilities (N, C) or (N, C, d1, ...), as
+// differentiable ops: loss[n, d...] = -logp[n, target[n, d...], d...] * weight[target[n, d...]],
+// 0 where the target is ignore_index; reduced by "none", "sum" or "mean" (the sum over the
+// weights of the targets not ignored, as PyTorch's nll_loss).
+void check_loss(const OnnxNode& n) {
+  const std::string reduction = node_text(n, "reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    onnx_invalid(n, "reduction '" + reduction + "' (none, sum, mean)");
+}
+
+Tensor nll_loss(const OnnxCall& c, const Tensor& logp, const Tensor& target, const Tensor& weight) {
+  if (logp.ndim() < 2 || target.dtype() != int64 || target.ndim() != logp.ndim() - 1)
+    fail<ShapeError>("onnx", c.where(), ": the input must be (N, C, ...) and the target int64 (N, ...), not ", logp.shape(),
+                     " (", logp.dtype(), ") and ", target.shape(), " (", target.dtype(), ")");
+  const std::int64_t classes = logp.size(1);
+  if (weight.defined() && (weight.ndim() != 1 || weight.size(0) != classes || weight.dtype() != logp.dtype()))
+    fail<ShapeError>("onnx", c.where(), ": the weight must be ", classes, " values of the input's dtype, not ", weight.shape(),
+                     " (", weight.dtype(), ")");
+  Tensor index = target, kept, w;
+  if (const OnnxAttribute* ignore = c.attr("ignore_index")) {
+    kept = ne(target, static_cast<double>(ignore->i));
+    index = where(kept, target, 0.0);  // an ignored target reads class 0, weighted 0
+  }
+  if (weight.defined()) w = index_select(weight, 0, index.reshape({index.numel()})).reshape(target.shape());
+  if (kept.defined()) w = w.defined() ? where(kept, w, 0.0) : kept.astype(logp.dtype());
+  const Tensor picked = registered("gather", {logp, index.unsqueeze(1)}, OpAttrs::of_ints({1})).squeeze(1);
+  const Tensor loss = w.defined() ? -(picked * w) : -picked;
+  const std::string reduction = c.attr_text("reduction", "mean");
+  if (reduction == "none") return loss;
+  if (reduction == "sum") return sum(loss);
+  return w.defined() ? sum(loss) / sum(w) : mean(loss);
+}
+
+std::vector<Tensor> nll_loss_op(OnnxCall& c) { return {nll_loss(c, c.at(0), c.at(1), c.has(2) ? c.at(2) : Tensor())}; }
+
+// SoftmaxCrossEntropyLoss: the loss of log_softmax(scores) over the classes (axis 1), and the
+// log-probabilities as its optional second output.
+std::vector<Tensor> softmax_cross_entropy_op(OnnxCall& c) {
+  const Tensor& scores = c.at(0);
+  if (scores.ndim() < 2) fail<ShapeError>("onnx", c.where(), ": the scores must be (N, C, ...), not ", scores.shape());
+  const Tensor logp = registered("log_softmax", {scores}, OpAttrs::of_ints({1}));
+  return {nll_loss(c, logp, c.at(1), c.has(2) ? c.at(2) : Tensor()), logp};
+}
+
 }  // namespace
 
 // The registry's rows of this family (registry.hpp).
@@ -229,7 +274,10 @@ std::vector<OpDef> softmax_ops() {
   set_onnx(rows, "softmax", {{"Softmax", 13, kOnnxLastOpset, 1, 1, 1, true, softmax_op, nullptr, 0}},
            {{"kten::softmax",
              [](OnnxEmit& e) { return e.node("Softmax", {e.in[0]}, {attr_i("axis", e.i(0))}); }}});
-  set_onnx(rows, "log_softmax", {{"LogSoftmax", 13, kOnnxLastOpset, 1, 1, 1, true, softmax_op, nullptr, 0}},
+  set_onnx(rows, "log_softmax",
+           {{"LogSoftmax", 13, kOnnxLastOpset, 1, 1, 1, true, softmax_op, nullptr, 0},
+            {"NegativeLogLikelihoodLoss", 13, kOnnxLastOpset, 2, 3, 1, true, nll_loss_op, check_loss, 0},
+            {"SoftmaxCrossEntropyLoss", 13, kOnnxLastOpset, 2, 3, 2, true, softmax_cross_entropy_op, check_loss, 0}},
            {{"kten::log_softmax",
              [](OnnxEmit& e) { return e.node("LogSoftmax", {e.in[0]}, {attr_i("axis", e.i(0))}); }}});
   set_onnx(rows, "logsumexp",

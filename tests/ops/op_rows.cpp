@@ -334,6 +334,17 @@ std::vector<Row> op_table() {
       reg("minimum", broadcast(2), TORCH(at::minimum(x[0], x[1]))),
       reg("maximum", "maximum with ties", broadcast(2), {}, TORCH(at::maximum(x[0], x[1]))).on(Domain::ties).no_fd(),
       reg("clamp", "clamp(-0.5, 0.7)", broadcast(1), reals({-0.5, 0.7}), TORCH(at::clamp(x[0], -0.5, 0.7))).no_fd(),
+      // Rounding (steps: a zero gradient, no finite differences) and remainders (no finite
+      // differences: a jump wherever a / b is whole). kten's sign keeps NaN (NumPy's and ONNX's;
+      // PyTorch 1.13 gives 0): its reference says so.
+      reg("floor", broadcast(1), TORCH(at::floor(x[0]))).no_fd(),
+      reg("ceil", broadcast(1), TORCH(at::ceil(x[0]))).no_fd(),
+      reg("trunc", broadcast(1), TORCH(at::trunc(x[0]))).no_fd(),
+      reg("round", broadcast(1), TORCH(at::round(x[0]))).no_fd(),
+      reg("round", "round at halves", broadcast(1), {}, TORCH(at::round(x[0]))).on(Domain::ties).no_fd(),
+      reg("sign", broadcast(1), TORCH(at::where(at::isnan(x[0]), x[0].detach(), at::sign(x[0])))).no_fd(),
+      reg("fmod", broadcast(2), TORCH(at::fmod(x[0], x[1]))).no_fd(),
+      reg("remainder", broadcast(2), TORCH(at::remainder(x[0], x[1]))).no_fd(),
       op("x * x + exp(x)", broadcast(1), KTEN(x[0] * x[0] + kten::exp(x[0])), TORCH(x[0] * x[0] + at::exp(x[0]))),
       // Comparisons (values only: boolean results) and selection.
       reg("eq", "eq with ties", broadcast(2), {}, TORCH(at::eq(x[0], x[1]))).on(Domain::ties),
@@ -357,6 +368,18 @@ std::vector<Row> op_table() {
       reg("argmax", broadcast(1), TORCH(at::argmax(x[0]))).no_empty(),
       reg("argmax_axis", "argmax(-1)", broadcast(1, 1), ints({-1}), TORCH(at::argmax(x[0], -1))).no_empty(),
       reg("argmax_axis", "argmax(0, keepdim)", broadcast(1, 1), ints({0}, true), TORCH(at::argmax(x[0], 0, true))).no_empty(),
+      reg("argmin", broadcast(1), TORCH(at::argmin(x[0]))).no_empty(),
+      reg("argmin_axis", "argmin(-1)", broadcast(1, 1), ints({-1}), TORCH(at::argmin(x[0], -1))).no_empty(),
+      reg("argmin_axis", "argmin(0, keepdim)", broadcast(1, 1), ints({0}, true), TORCH(at::argmin(x[0], 0, true))).no_empty(),
+      // Along one axis: running sums, and the k first in order (distinct values: PyTorch orders
+      // ties as it likes, kten by index).
+      reg("cumsum", "cumsum(-1)", broadcast(1, 1), ints({-1}), TORCH(at::cumsum(x[0], -1))).sums(),
+      reg("cumsum", "cumsum(0)", broadcast(1, 1), ints({0}), TORCH(at::cumsum(x[0], 0))).sums(),
+      op("topk(min(2, n), -1)", broadcast(1, 1), KTEN(std::get<0>(kten::topk(x[0], std::min<std::int64_t>(2, x[0].size(-1)), -1))),
+         TORCH(std::get<0>(at::topk(x[0], std::min<std::int64_t>(2, x[0].size(-1)), -1)))).on(Domain::distinct).covers("topk"),
+      op("topk(n, 0, smallest)", broadcast(1, 1), KTEN(std::get<0>(kten::topk(x[0], x[0].size(0), 0, false))),
+         TORCH(std::get<0>(at::topk(x[0], x[0].size(0), 0, false)))).on(Domain::distinct).covers("topk")
+          .no_special_grad("the planted infinities tie, and PyTorch orders ties as it likes: the same values, other positions"),
       // Reductions: all elements (a 0-d result), one axis and several.
       reg("sum", broadcast(1), TORCH(x[0].sum())).sums(),
       reg("sum_axis", "sum(0)", broadcast(1, 1), ints({0}), TORCH(x[0].sum(0))).sums(),
@@ -403,6 +426,17 @@ std::vector<Row> op_table() {
       reg("matmul", "matmul (batches, broadcast)", batched_matmul_shapes(), {}, TORCH(at::matmul(x[0], x[1]))).sums(),
       op("matmul (vector-matrix)", matvec_shapes(), KTEN(kten::matmul(x[1], x[0].transpose())), TORCH(at::matmul(x[1], x[0].t()))).sums(),
       reg("matmul", "matmul (matrix-vector)", matvec_shapes(), {}, TORCH(at::matmul(x[0], x[1]))).sums(),
+      op("einsum(ij,jk->ik)", matmul_shapes(), KTEN(kten::einsum("ij,jk->ik", {x[0], x[1]})), TORCH(at::einsum("ij,jk->ik", {x[0], x[1]})))
+          .sums().covers("einsum"),
+      op("einsum(...ij,jk->...ik)", batched_matmul_shapes(), KTEN(kten::einsum("...ij,jk->...ik", {x[0], x[1].ndim() == 2 ? x[1] : x[1].select(0, 0)})),
+         TORCH(at::einsum("...ij,jk->...ik", {x[0], x[1].dim() == 2 ? x[1] : x[1].select(0, 0)}))).sums().covers("einsum"),
+      op("einsum(...ij,...ij->...i)", same_shape(2, 2), KTEN(kten::einsum("...ij,...ij->...i", {x[0], x[1]})),
+         TORCH(at::einsum("...ij,...ij->...i", {x[0], x[1]})))
+          .sums().covers("einsum"),
+      op("einsum(ii->i, ij->ji, ij)", matmul_shapes(),
+         KTEN(kten::einsum("ii->i", {kten::matmul(x[0], x[0].transpose())}) + kten::einsum("ij->", {x[1]}) + kten::sum(kten::einsum("ij->ji", {x[0]}), 1)),
+         TORCH(at::einsum("ii->i", {at::matmul(x[0], x[0].t())}) + at::einsum("ij->", {x[1]}) + at::einsum("ij->ji", {x[0]}).sum(1)))
+          .sums().covers("einsum"),
       op("matmul(a, b.transpose())", matmul_shapes(), KTEN(kten::matmul(x[0], x[1].transpose().contiguous().transpose())),
          TORCH(at::matmul(x[0], x[1].t().contiguous().t()))).sums(),
       // Views (results share storage) and copies.
