@@ -487,3 +487,52 @@ TEST_CASE("onnx: save() writes opsets 17 to 23 on request, each in its own forms
   }
   kten::onnx::save(path, loaded, {}, 20);  // its own: fine
 }
+
+TEST_CASE("onnx: issue 49's new operators run and refuse what they cannot read by name", "[onnx]") {
+  const Tensor x = x23();  // {{0.5, -1, 2}, {3, -0.25, 1.5}}
+  const auto one = [](const char* op, std::vector<std::string> in, int outputs, auto set) {
+    Builder b = over(20, {2, 3});
+    b.ints("two", {2});
+    b.ints("one", {1});
+    b.ints("three", {3});
+    b.ints("reps", {1, -1});
+    b.floats("half_four", {2.f}, {1});
+    std::vector<std::string> out{"y"};
+    for (int i = 1; i < outputs; ++i) out.push_back("y" + std::to_string(i));
+    set(b.node(op, in, out, "crafted"));
+    for (const std::string& o : out) output(b, o);
+    return b;
+  };
+  const auto none = [](::onnx::NodeProto*) {};
+  SECTION("values") {
+    REQUIRE(values(run(one("TopK", {"x", "two"}, 2, none), "kten-topk.onnx", x)[0]) == std::vector<double>{2, 0.5, 3, 1.5});
+    REQUIRE(values(run(one("TopK", {"x", "two"}, 2, none), "kten-topk.onnx", x)[1]) == std::vector<double>{2, 0, 0, 2});
+    REQUIRE(values(run(one("CumSum", {"x", "one"}, 1, [](auto* n) { Builder::attr(n, "reverse", std::int64_t{1}); }),
+                       "kten-cumsum.onnx", x)[0]) == std::vector<double>{1.5, 1, 2, 4.25, 1.25, 1.5});
+    REQUIRE(values(run(one("ArgMin", {"x"}, 1, [](auto* n) { Builder::attr(n, "axis", std::int64_t{1}); }), "kten-argmin.onnx", x)[0]) ==
+            std::vector<double>{1, 1});
+    REQUIRE(values(run(one("Einsum", {"x", "x"}, 1, [](auto* n) { Builder::attr_s(n, "equation", "ij,kj->ik"); }),
+                       "kten-einsum.onnx", x)[0]) == std::vector<double>{5.25, 4.75, 4.75, 11.3125});
+    REQUIRE(values(run(one("Mod", {"x", "half_four"}, 1, none), "kten-mod.onnx", x)[0]) == std::vector<double>{0.5, 1, 0, 1, 1.75, 1.5});
+    REQUIRE(values(run(one("Trilu", {"x"}, 1, none), "kten-trilu.onnx", x)[0]) == std::vector<double>{0.5, -1, 2, 0, -0.25, 1.5});
+  }
+  SECTION("refusals name the node, the op and the value") {
+    require_refused(one("Mod", {"x", "x"}, 1, [](auto* n) { Builder::attr(n, "fmod", std::int64_t{2}); }), "kten-mod2.onnx", x,
+                    {"'crafted' (Mod)", "fmod 2"});
+    require_refused(one("CumSum", {"x", "one"}, 1, [](auto* n) { Builder::attr(n, "exclusive", std::int64_t{3}); }),
+                    "kten-cumsum3.onnx", x, {"(CumSum)", "exclusive 3"});
+    require_refused(one("TopK", {"x", "reps"}, 2, none), "kten-topk-k.onnx", x, {"(TopK)", "K must be one value"});
+    require_refused(one("TopK", {"x", "three"}, 2, [](auto* n) { Builder::attr(n, "axis", std::int64_t{0}); }), "kten-topk-big.onnx", x,
+                    {"(TopK)", "k = 3 is outside [0, 2]"});
+    require_refused(one("Tile", {"x", "reps"}, 1, none), "kten-tile.onnx", x, {"(Tile)", "negative repeat"});
+    require_refused(one("Einsum", {"x"}, 1, [](auto* n) { Builder::attr_s(n, "equation", "i->i"); }), "kten-einsum-rank.onnx", x,
+                    {"(Einsum)", "names 1 axes of an operand with 2"});
+    require_refused(one("Einsum", {"x"}, 1, [](auto* n) { Builder::attr_s(n, "equation", "ij->k"); }), "kten-einsum-out.onnx", x,
+                    {"(Einsum)", "an output subscript appears twice or in no operand"});
+    require_refused(one("ArgMax", {"x"}, 1, [](auto* n) { Builder::attr(n, "axis", std::int64_t{2}); }), "kten-argmax-axis.onnx", x,
+                    {"(ArgMax)", "axis 2"});
+    require_refused(one("NegativeLogLikelihoodLoss", {"x", "x"}, 1, [](auto* n) { Builder::attr_s(n, "reduction", "avg"); }),
+                    "kten-nll.onnx", x, {"(NegativeLogLikelihoodLoss)", "reduction 'avg'"});
+    require_refused(one("And", {"x", "x"}, 1, none), "kten-and.onnx", x, {"(And)", "takes booleans"});
+  }
+}

@@ -2,7 +2,7 @@
 #pragma once
 /// \file onnx.hpp
 /// \brief ONNX import and export (kten::onnx): a model exported from PyTorch (torch.onnx.export,
-/// opsets 11 to 23, IR 3 to 13, external data) runs and keeps training in kten, without libtorch, and any kten module is
+/// opsets up to 23, IR 3 to 13, external data) runs and keeps training in kten, without libtorch, and any kten module is
 /// written as ONNX by tracing one call. Needs neither protobuf nor ONNX headers: linking kten::kten is
 /// enough. In a kten built without ONNX (KTEN_ENABLE_ONNX=OFF) every call throws kten::Error.
 #include <memory>

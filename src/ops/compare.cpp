@@ -182,7 +182,7 @@ std::vector<Tensor> trilu(OnnxCall& c) {
 template <const char* Name>
 std::vector<Tensor> comparison(OnnxCall& c) { return {registered(Name, {c.at(0), c.at(1)})}; }
 
-constexpr char k_eq[] = "eq", k_ne[] = "ne", k_lt[] = "lt", k_le[] = "le", k_gt[] = "gt", k_ge[] = "ge";
+constexpr char k_eq[] = "eq", k_lt[] = "lt", k_le[] = "le", k_gt[] = "gt", k_ge[] = "ge";
 
 // ONNX's logic on booleans, as comparisons and where(): not a = (a == false), a and b = (a ? b :
 // false), a or b = (a ? true : b), a xor b = (a != b).
