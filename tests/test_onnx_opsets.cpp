@@ -495,6 +495,7 @@ TEST_CASE("onnx: issue 49's new operators run and refuse what they cannot read b
     b.ints("two", {2});
     b.ints("one", {1});
     b.ints("three", {3});
+    b.ints("none", {});
     b.ints("reps", {1, -1});
     b.floats("half_four", {2.f}, {1});
     std::vector<std::string> out{"y"};
@@ -525,6 +526,7 @@ TEST_CASE("onnx: issue 49's new operators run and refuse what they cannot read b
     require_refused(one("TopK", {"x", "three"}, 2, [](auto* n) { Builder::attr(n, "axis", std::int64_t{0}); }), "kten-topk-big.onnx", x,
                     {"(TopK)", "k = 3 is outside [0, 2]"});
     require_refused(one("Tile", {"x", "reps"}, 1, none), "kten-tile.onnx", x, {"(Tile)", "negative repeat"});
+    require_refused(one("Trilu", {"x", "none"}, 1, none), "kten-trilu-k.onnx", x, {"(Trilu)", "k must be one value, not 0"});
     require_refused(one("Einsum", {"x"}, 1, [](auto* n) { Builder::attr_s(n, "equation", "i->i"); }), "kten-einsum-rank.onnx", x,
                     {"(Einsum)", "names 1 axes of an operand with 2"});
     require_refused(one("Einsum", {"x"}, 1, [](auto* n) { Builder::attr_s(n, "equation", "ij->k"); }), "kten-einsum-out.onnx", x,

@@ -130,6 +130,11 @@ std::int64_t node_int(const OnnxNode& n, const std::string& name, std::int64_t f
   return it == n.attributes.end() ? fallback : it->second.i;
 }
 
+void check_flag(const OnnxNode& n, const char* name, std::int64_t fallback) {
+  const std::int64_t v = node_int(n, name, fallback);
+  if (v != 0 && v != 1) onnx_invalid(n, std::string(name) + " " + std::to_string(v) + " (0 or 1)");
+}
+
 void onnx_refuse(const OnnxNode& n, const std::string& what) {
   fail<FormatError>("onnx", "node '", n.name, "' (", n.op_type, "): ", what, " is not supported");
 }

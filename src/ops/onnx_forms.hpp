@@ -191,6 +191,9 @@ Tensor onnx_numeric(const std::vector<Tensor>& inputs,
 std::string node_text(const OnnxNode& n, const std::string& name, const std::string& fallback);
 /// \brief An attribute's integer at load, or `fallback`.
 std::int64_t node_int(const OnnxNode& n, const std::string& name, std::int64_t fallback);
+/// \brief At load: the integer attribute `name` (`fallback` when absent) is 0 or 1, else a
+/// FormatError naming it and its value.
+void check_flag(const OnnxNode& n, const char* name, std::int64_t fallback);
 /// \brief FormatError: "node 'n' (Op): <what> is not supported".
 [[noreturn]] void onnx_refuse(const OnnxNode& n, const std::string& what);
 /// \brief FormatError: "node 'n' (Op): <what>".

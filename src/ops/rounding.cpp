@@ -91,10 +91,7 @@ constexpr char k_floor[] = "floor", k_ceil[] = "ceil", k_round[] = "round", k_si
 
 // Mod: fmod 0 (the default) is Python's % (the divisor's sign), fmod 1 C's fmod; int64 through
 // float64, exact below 2^53 (an integer divisor of 0 gives 0, as ONNX's integer Div by 0 does here).
-void check_mod(const OnnxNode& n) {
-  const std::int64_t f = node_int(n, "fmod", 0);
-  if (f != 0 && f != 1) onnx_invalid(n, "fmod " + std::to_string(f) + " (0 or 1)");
-}
+void check_mod(const OnnxNode& n) { check_flag(n, "fmod", 0); }
 
 std::vector<Tensor> mod_op(OnnxCall& c) {
   const bool c_fmod = c.attr_int("fmod", 0) == 1;

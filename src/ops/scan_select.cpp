@@ -160,10 +160,8 @@ using kten::detail::fail;
 // CumSum: the axis a one-value input; exclusive and reverse attributes (0 or 1). int64 runs in
 // float64 (exact below 2^53).
 void check_cumsum(const OnnxNode& n) {
-  for (const char* flag : {"exclusive", "reverse"}) {
-    const std::int64_t v = node_int(n, flag, 0);
-    if (v != 0 && v != 1) onnx_invalid(n, std::string(flag) + " " + std::to_string(v) + " (0 or 1)");
-  }
+  check_flag(n, "exclusive", 0);
+  check_flag(n, "reverse", 0);
 }
 
 std::vector<Tensor> cumsum_op(OnnxCall& c) {
@@ -176,10 +174,8 @@ std::vector<Tensor> cumsum_op(OnnxCall& c) {
 
 // TopK: k a one-value input; values and int64 indices; largest (1) or smallest, always sorted.
 void check_topk(const OnnxNode& n) {
-  for (const char* flag : {"largest", "sorted"}) {
-    const std::int64_t v = node_int(n, flag, 1);
-    if (v != 0 && v != 1) onnx_invalid(n, std::string(flag) + " " + std::to_string(v) + " (0 or 1)");
-  }
+  check_flag(n, "largest", 1);
+  check_flag(n, "sorted", 1);
 }
 
 std::vector<Tensor> topk_op(OnnxCall& c) {
