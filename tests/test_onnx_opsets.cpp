@@ -491,7 +491,7 @@ TEST_CASE("onnx: save() writes opsets 17 to 23 on request, each in its own forms
 TEST_CASE("onnx: issue 49's new operators run and refuse what they cannot read by name", "[onnx]") {
   const Tensor x = x23();  // {{0.5, -1, 2}, {3, -0.25, 1.5}}
   const auto one = [](const char* op, std::vector<std::string> in, int outputs, auto set) {
-    Builder b = over(20, {2, 3});
+    Builder b = over(23, {2, 3});
     b.ints("two", {2});
     b.ints("one", {1});
     b.ints("three", {3});
@@ -536,5 +536,8 @@ TEST_CASE("onnx: issue 49's new operators run and refuse what they cannot read b
     require_refused(one("NegativeLogLikelihoodLoss", {"x", "x"}, 1, [](auto* n) { Builder::attr_s(n, "reduction", "avg"); }),
                     "kten-nll.onnx", x, {"(NegativeLogLikelihoodLoss)", "reduction 'avg'"});
     require_refused(one("And", {"x", "x"}, 1, none), "kten-and.onnx", x, {"(And)", "takes booleans"});
+    require_refused(one("Attention", {"x", "x", "x"}, 1, [](auto* n) { Builder::attr(n, "qk_matmul_output_mode", std::int64_t{4}); }),
+                    "kten-attention-mode.onnx", x, {"(Attention)", "qk_matmul_output_mode 4 (0 to 3)"});
+    require_refused(one("Attention", {"x", "x", "x"}, 1, none), "kten-attention-rank.onnx", x, {"(Attention)", "must all be 3-D or 4-D"});
   }
 }
