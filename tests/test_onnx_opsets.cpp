@@ -541,3 +541,17 @@ TEST_CASE("onnx: issue 49's new operators run and refuse what they cannot read b
     require_refused(one("Attention", {"x", "x", "x"}, 1, none), "kten-attention-rank.onnx", x, {"(Attention)", "must all be 3-D or 4-D"});
   }
 }
+
+TEST_CASE("onnx: ReduceProd is halves multiplied: its gradient is the product of the others, zeros included", "[onnx]") {
+  Builder b = over(18, {2, 3});
+  b.ints("axes", {1});
+  Builder::attr(b.node("ReduceProd", {"x", "axes"}, {"y"}, "crafted"), "keepdims", std::int64_t{0});
+  output(b, "y");
+  auto net = kten::onnx::load(b.write("kten-reduceprod.onnx"), test::device());
+  Tensor x = tensor(std::vector<float>{0.f, -1.f, 2.f, 3.f, -0.25f, 1.5f}, {2, 3}).to(test::device());
+  x.requires_grad_();
+  const Tensor y = net.run({x})[0];
+  REQUIRE(values(y.detach().to(cpu()).astype(float64)) == std::vector<double>{0, -1.125});
+  sum(y).backward();
+  REQUIRE(values(x.grad().to(cpu()).astype(float64)) == std::vector<double>{-2, 0, 0, -0.375, 4.5, -0.75});
+}

@@ -305,7 +305,10 @@ std::vector<OpDef> elementwise_ops() {
            {onnx_node_of("kten::add", "Add")});
   set_onnx(rows, "sub", {{"Sub", 7, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_sub>, nullptr, 0}},
            {onnx_node_of("kten::sub", "Sub")});
-  set_onnx(rows, "mul", {{"Mul", 7, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_mul>, nullptr, 0}},
+  set_onnx(rows, "mul",
+           {{"Mul", 7, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_mul>, nullptr, 0},
+            // a product reduction as halves multiplied (reduce.cpp's onnx_reduce)
+            {"ReduceProd", 13, kOnnxLastOpset, 1, 2, 1, true, onnx_reduce, nullptr, 0b10}},
            {onnx_node_of("kten::mul", "Mul")});
   set_onnx(rows, "div", {{"Div", 7, kOnnxLastOpset, 2, 2, 1, true, onnx_binary<k_div>, nullptr, 0}},
            {onnx_node_of("kten::div", "Div")});

@@ -93,6 +93,21 @@ namespace kten::ops {
 using kten::detail::fail;
 
 // ReduceSum takes its axes as an input from opset 13, the others from opset 18 (an attribute before).
+namespace {
+// The product along the last axis as halves multiplied until one is left (x[:h] * x[h:2h], the odd
+// last element carried): log2(n) elementwise products, so that zeros, NaN and the gradient are
+// mul's (kten has no product reduction); 1 for an empty line, as ONNX's ReduceProd.
+Tensor product_of_lines(Tensor x, const Shape& kept) {
+  if (x.size(-1) == 0) return ones(kept, x.device(), x.dtype());
+  while (x.size(-1) > 1) {
+    const std::int64_t n = x.size(-1), half = n / 2;
+    Tensor y = x.narrow(-1, 0, half) * x.narrow(-1, half, half);
+    x = n % 2 == 0 ? y : cat({y, x.narrow(-1, n - 1, 1)}, -1);
+  }
+  return x.reshape(kept);
+}
+}  // namespace
+
 std::vector<Tensor> onnx_reduce(OnnxCall& c) {
   const Tensor& x = c.at(0);
   const std::string& type = c.node.op_type;
@@ -126,7 +141,7 @@ std::vector<Tensor> onnx_reduce(OnnxCall& c) {
   if (type == "ReduceL1") return {reduce_by("sum_axes", abs(x))};
   if (type == "ReduceSumSquare") return {reduce_by("sum_axes", x * x)};
   if (type == "ReduceLogSum") return {log(reduce_by("sum_axes", x))};
-  // ReduceLogSumExp: the reduced axes moved last and merged into one, for kten's one-axis logsumexp.
+  // ReduceLogSumExp and ReduceProd: the reduced axes moved last and merged into one line.
   std::vector<int> order;
   Shape kept;
   for (int a = 0; a < x.ndim(); ++a)
@@ -135,10 +150,18 @@ std::vector<Tensor> onnx_reduce(OnnxCall& c) {
       kept.push_back(x.size(a));
     }
   order.insert(order.end(), normal.begin(), normal.end());
+  std::int64_t along = 1;  // at most x's element count
+  for (int a : normal) along *= x.size(a);
   Shape merged = kept;
-  merged.push_back(-1);
-  if (x.numel() == 0) fail<ShapeError>("onnx", c.where(), ": a log-sum-exp over no elements");
-  Tensor y = logsumexp(x.permute(order).reshape(merged), static_cast<int>(kept.size()), false);
+  merged.push_back(along);
+  const Tensor lines = x.permute(order).reshape(merged);
+  Tensor y;
+  if (type == "ReduceProd") {
+    y = onnx_numeric({lines}, [&](const std::vector<Tensor>& v) { return product_of_lines(v[0], kept); });
+  } else {
+    if (x.numel() == 0) fail<ShapeError>("onnx", c.where(), ": a log-sum-exp over no elements");
+    y = logsumexp(lines, static_cast<int>(kept.size()), false);
+  }
   if (!keep) return {y};
   Shape shape = x.shape();
   for (int a : normal) shape[static_cast<std::size_t>(a)] = 1;
