@@ -169,9 +169,7 @@ std::vector<Tensor> where_op(OnnxCall& c) { return {registered("where", {c.at(0)
 std::vector<Tensor> trilu(OnnxCall& c) {
   const Tensor& x = c.at(0);
   if (x.ndim() < 2) fail<ShapeError>("onnx", c.where(), ": the input must have at least 2 axes, not ", x.shape());
-  const std::vector<std::int64_t> given = c.has(1) ? c.ints(1) : std::vector<std::int64_t>{0};
-  if (given.size() != 1) fail<ShapeError>("onnx", c.where(), ": k must be one value, not ", given.size());
-  const std::int64_t k = given[0];
+  const std::int64_t k = c.has(1) ? c.one_int(1, "k") : 0;
   const std::int64_t rows = x.size(-2), cols = x.size(-1);
   // float64 holds every difference of two positions exactly; k beyond them clamps without changing the mask
   const double diagonal = static_cast<double>(std::clamp<std::int64_t>(k, -rows - 1, cols + 1));

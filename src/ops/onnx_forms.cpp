@@ -26,6 +26,12 @@ const Tensor& OnnxCall::at(std::size_t i) const {
 
 // Values known on the host are read there without waiting for any device; a device value (data-
 // dependent shapes, which PyTorch's exporter rarely writes) is read back, a counted synchronisation.
+std::int64_t OnnxCall::one_int(std::size_t i, const char* what) const {
+  const std::vector<std::int64_t> v = ints(i);
+  if (v.size() != 1) fail<ShapeError>("onnx", where(), ": ", what, " must be one value, not ", v.size());
+  return v[0];
+}
+
 std::vector<std::int64_t> OnnxCall::ints(std::size_t i) const {
   const Tensor& t = on_host(i) ? host[i] : at(i);
   if (is_floating(t.dtype()))

@@ -64,6 +64,9 @@ struct OnnxCall {
   bool on_host(std::size_t i) const { return i < host.size() && host[i].defined(); }
   /// \brief Input i's values as integers, read on the host (a device value is read back).
   std::vector<std::int64_t> ints(std::size_t i) const;
+  /// \brief Input i's one integer (Trilu's k, CumSum's axis, TopK's K), read on the host; a
+  /// ShapeError naming it as `what` when it holds another count of values.
+  std::int64_t one_int(std::size_t i, const char* what) const;
   /// \brief Input i's one value as a double, read on the host.
   double real(std::size_t i) const;
   /// \brief Input i's values as doubles, read on the host.

@@ -166,9 +166,7 @@ void check_cumsum(const OnnxNode& n) {
 
 std::vector<Tensor> cumsum_op(OnnxCall& c) {
   const Tensor& x = c.at(0);
-  const std::vector<std::int64_t> axis = c.ints(1);
-  if (axis.size() != 1) fail<ShapeError>("onnx", c.where(), ": the axis must be one value, not ", axis.size());
-  const OpAttrs attrs = OpAttrs::of_ints({onnx_axis(c, axis[0], x.ndim()), c.attr_int("exclusive", 0), c.attr_int("reverse", 0)});
+  const OpAttrs attrs = OpAttrs::of_ints({onnx_axis(c, c.one_int(1, "the axis"), x.ndim()), c.attr_int("exclusive", 0), c.attr_int("reverse", 0)});
   return {onnx_numeric({x}, [&](const std::vector<Tensor>& v) { return registered("cumsum", v, attrs); })};
 }
 
@@ -180,11 +178,10 @@ void check_topk(const OnnxNode& n) {
 
 std::vector<Tensor> topk_op(OnnxCall& c) {
   const Tensor& x = c.at(0);
-  const std::vector<std::int64_t> k = c.ints(1);
-  if (k.size() != 1) fail<ShapeError>("onnx", c.where(), ": K must be one value, not ", k.size());
+  const std::int64_t k = c.one_int(1, "K");
   const int axis = onnx_axis(c, c.attr_int("axis", -1), x.ndim());
   const bool wide = x.dtype() == int64;  // int64 through float64, as onnx_numeric
-  auto [values, indices] = topk(wide ? x.astype(float64) : x, k[0], axis, c.attr_int("largest", 1) != 0);
+  auto [values, indices] = topk(wide ? x.astype(float64) : x, k, axis, c.attr_int("largest", 1) != 0);
   return {wide ? values.astype(int64) : values, indices};
 }
 
