@@ -114,7 +114,7 @@ struct HostGemmKernel {
   /// \brief c (Rows x Cols, row stride ldc) += a b over kb steps of k (c = a b without
   /// Accumulate). a(r, p) is a[p * MR + r] when Packed, else a[r * lda + p]; b's rows lie ldb apart:
   /// a packed micro-panel (rows of NR) but for the direct convolution's rows read in place
-  /// (conv.cpp); the first Cols columns are used. Rows
+  /// (conv_gemm.cpp, conv_direct.cpp, conv_winograd.cpp); the first Cols columns are used. Rows
   /// is MR but for the convolutions' shorter strips, which split a few channels evenly rather than
   /// pad the last strip to MR rows. The convolutions sum `parts` such products (the direct
   /// convolution's taps, the weight gradient's output rows) with the accumulators held in
@@ -403,7 +403,7 @@ struct StridedOperand {
 /// multiplies its micro-tile from registers; store(i, j, sum) writes each result inside C. A
 /// gathered op(B) (StridedOperand's note) has its offsets tabled and its next slice prefetched into
 /// registers, so the loads' latency hides behind the fmas. The GEMM reads strided operands through
-/// it, the convolutions gather their implicit im2col operand (conv.cpp).
+/// it, the convolutions gather their implicit im2col operand (conv_gemm.cpp).
 template <class T, class Tile, class Member, class LoadA, class GatherB, class Store>
 KOKKOS_INLINE_FUNCTION void team_gemm_tile(const Member& team, std::int64_t i0, std::int64_t j0, std::int64_t m,
                                            std::int64_t n, std::int64_t k, bool a_k_contiguous, bool b_n_contiguous,

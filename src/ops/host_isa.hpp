@@ -39,7 +39,7 @@ struct HostIsa {
 ///  - generic 128-bit: 6 rows of two vectors, the AVX2 shape at half width.
 ///
 /// `product_rows` bounds the height of a tile written whole without accumulating into C
-/// (Winograd's products, conv.cpp). With 16 vector registers GCC 12 loads that form's six
+/// (Winograd's products, conv_winograd.cpp). With 16 vector registers GCC 12 loads that form's six
 /// broadcasts ahead of its fmas and keeps three of the 6-row tile's twelve accumulators on the
 /// stack; 5 rows stay in registers (Zen 3: the 64-channel 2-D Winograd forward 35% faster).
 template <class T>
