@@ -45,6 +45,9 @@ const Emulation& emulation() {
     if (*end != '\0' || n < 0 || n > 64)
       r.error = detail::error_message("", "KTEN_EMULATE_GPUS must be a number of GPUs from 0 to 64, got '", env,
                                       "'; unset it to use real devices");
+    else if (n > 0 && detail::gpu_backend_name() != nullptr)  // with_backend has no emulated kernels there
+      r.error = detail::error_message("", "KTEN_EMULATE_GPUS=", env, " emulates GPUs in a host-only build (cmake --preset cpu); this ",
+                                      detail::gpu_backend_name(), " build runs gpu() on its GPU: unset it");
     else
       r.count = static_cast<int>(n);
     return r;
