@@ -26,6 +26,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -58,11 +59,22 @@ struct Measured {
 };
 std::map<std::string, Measured> results;
 
+/// Google Benchmark 1.8 replaced Run::error_occurred (Debian 12's 1.7) with Run::skipped.
+template <class R, class = void>
+struct HasSkipped : std::false_type {};
+template <class R>
+struct HasSkipped<R, std::void_t<decltype(std::declval<const R&>().skipped)>> : std::true_type {};
+template <class R>
+bool did_not_run(const R& run) {
+  if constexpr (HasSkipped<R>::value) return static_cast<int>(run.skipped) != 0;
+  else return run.error_occurred;
+}
+
 class Recorder : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& run : runs) {
-      if (run.error_occurred) continue;
+      if (did_not_run(run)) continue;
       // Each repetition is a run of its own; the fastest stands for the benchmark (below): on a
       // shared machine other load only ever slows a run down. The aggregates (mean, median,
       // stddev) are left to Google Benchmark's own output.

@@ -311,7 +311,7 @@ struct NormForward {
     set_for_each(row, l, s, [&](std::int64_t a) {
       const std::int64_t ch = l.channel(s, a);
       const T scale = rstd * w[ch], shift = b[ch];
-      return [=](std::int64_t e) { y[e] = ((x[e] - mean) - c) * scale + shift; };
+      return [x = x, y = y, mean, c, scale, shift](std::int64_t e) { y[e] = ((x[e] - mean) - c) * scale + shift; };
     });
     row.once([&]() {
       set_mean[s] = mean;
@@ -373,7 +373,9 @@ struct NormBackward {
     const T mean_gw = sum_gw / count, mean_gw_xhat = sum_gw_xhat / count;
     set_for_each(row, l, s, [&](std::int64_t a) {
       const T wc = w[l.channel(s, a)];
-      return [=](std::int64_t e) { dx[e] = rstd * (g[e] * wc - mean_gw - xhat(x[e]) * mean_gw_xhat); };
+      return [x = x, g = g, dx = dx, rstd, wc, mean_gw, mean_gw_xhat, xhat](std::int64_t e) {
+        dx[e] = rstd * (g[e] * wc - mean_gw - xhat(x[e]) * mean_gw_xhat);
+      };
     });
   }
 };

@@ -107,7 +107,7 @@ struct SegmentCountKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
     const std::int64_t i = index[g.index_offset(e)];
     if (!index_in_range(flag, i, g.targets)) return;
-    Kokkos::atomic_increment(&count[g.fiber_of(e) * g.targets + i]);
+    Kokkos::atomic_add(&count[g.fiber_of(e) * g.targets + i], std::int64_t(1));  // atomic_increment is gone in Kokkos 5
   }
 };
 
