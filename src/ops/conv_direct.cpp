@@ -87,7 +87,6 @@ bool direct_applies(ConvProduct product, const ConvGeometry& g, std::int64_t lan
 
 }  // namespace
 
-/// \brief Whether a product on `src` runs as cpu()'s direct convolution.
 bool direct_on(ConvProduct product, const ConvGeometry& g, const Tensor& src) {
   return src.device().is_cpu() &&
          direct_applies(product, g, HostIsa::vector_bytes / static_cast<std::int64_t>(dtype_size(src.dtype())));

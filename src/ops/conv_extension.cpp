@@ -86,16 +86,12 @@ struct ExtendKernel {
 
 }  // namespace
 
-/// \brief The (n, c, d, h, w) strides of a tensor (N, C, spatial...) of `dims` spatial axes, the
-/// missing leading spatial axes (extent 1) with stride 0.
 void strides_3d(const Tensor& t, int dims, std::int64_t* out) {
   out[0] = t.strides()[0];
   out[1] = t.strides()[1];
   for (int a = 0; a < 3; ++a) out[2 + a] = a < 3 - dims ? 0 : t.strides()[2 + a - (3 - dims)];
 }
 
-/// \brief E for `channels` channels per batch item of `src` (any strided view of `dims` spatial
-/// axes), as `x` extends it.
 Tensor conv_extension(const char* op, const Tensor& src, int dims, std::int64_t batch, std::int64_t channels,
                       const ConvExtension& x) {
   const std::int64_t rows = checked_numel(Shape{batch, channels, x.ext[0], x.ext[1]}, op);
@@ -114,7 +110,6 @@ Tensor conv_extension(const char* op, const Tensor& src, int dims, std::int64_t 
   return e;
 }
 
-/// \brief How `product` extends the operand it gathers into E (ConvExtension), `tail` zeros after.
 ConvExtension extension_of(ConvProduct product, const ConvGeometry& g, std::int64_t tail) {
   const bool input = product == ConvProduct::grad_input;
   ConvExtension x{};

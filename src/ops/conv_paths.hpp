@@ -25,7 +25,7 @@ struct ConvGeometry {
   KOKKOS_INLINE_FUNCTION std::int64_t kvol() const { return k[0] * k[1] * k[2]; }
 };
 
-/// \brief Which of the three products a launch computes (see the file's comment).
+/// \brief Which of the three products a launch computes (conv.cpp's overview).
 enum class ConvProduct { forward, grad_input, grad_weight };
 
 /// \brief d[e * ds] = row[(i0 + e) * rs] where 0 <= i0 + e < n, else zero, for e < count: one
