@@ -11,17 +11,12 @@
 #include <kten/kokkos.hpp>
 
 #include "core/fail.hpp"
+#include "core/kokkos_compat.hpp"
 
 namespace kten::detail {
 namespace {
 
-// Kokkos 3.x keeps its HIP backend in Kokkos::Experimental; 4.0 moved it to Kokkos:: (the old
-// spellings deprecated, then removed). The only place kten names these types.
-#if KOKKOS_VERSION >= 40000
-namespace kokkos_hip = ::Kokkos;
-#else
-namespace kokkos_hip = ::Kokkos::Experimental;
-#endif
+namespace kokkos_hip = compat::kokkos_hip;  // Kokkos::Experimental in 3.x (core/kokkos_compat.hpp)
 
 }  // namespace
 

@@ -12,15 +12,12 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "core/kokkos_compat.hpp"
+
 namespace kten::perf {
 
 namespace {
-// Kokkos 3.x: Kokkos::Experimental::HIP; Kokkos 4: Kokkos::HIP.
-#if KOKKOS_VERSION >= 40000
-hipStream_t kokkos_stream() { return Kokkos::HIP().hip_stream(); }
-#else
-hipStream_t kokkos_stream() { return Kokkos::Experimental::HIP().hip_stream(); }
-#endif
+hipStream_t kokkos_stream() { return kten::detail::compat::kokkos_hip::HIP().hip_stream(); }
 
 // rocBLAS' C API as its rocblas.h declares it (handles are pointers, enums and rocblas_int are
 // 32-bit ints): rocblas_operation_none is 111.

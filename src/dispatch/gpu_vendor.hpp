@@ -7,6 +7,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "core/kokkos_compat.hpp"
+
 namespace kten::detail {
 
 /// \brief The GPU vendors whose SIMT width kten's kernels are shaped for.
@@ -17,11 +19,7 @@ enum class GpuVendor { nvidia, amd };
 // hardware warp (wavefront) width, as Kokkos knows it; the shapes must agree (ops/gemm_kernel.hpp).
 #if defined(KOKKOS_ENABLE_HIP)
 inline constexpr GpuVendor this_gpu_vendor = GpuVendor::amd;
-#if KOKKOS_VERSION < 40000
-inline constexpr int this_gpu_warp_size = Kokkos::Experimental::Impl::HIPTraits::WarpSize;
-#else
-inline constexpr int this_gpu_warp_size = Kokkos::Impl::HIPTraits::WarpSize;
-#endif
+inline constexpr int this_gpu_warp_size = compat::hip_warp_size;
 #elif defined(KOKKOS_ENABLE_CUDA)
 inline constexpr GpuVendor this_gpu_vendor = GpuVendor::nvidia;
 inline constexpr int this_gpu_warp_size = 32;

@@ -31,6 +31,15 @@ ALIGNMENT = ["BOOL", "F32", "F64", "I64"]  # the library's Dtype order (increasi
 MAX_HEADER = 100_000_000
 
 
+def torchscript_export(*args, **kwargs):
+    """torch.onnx.export with the TorchScript exporter, the one these files were made with: PyTorch
+    2.9 and later default to the dynamo exporter (dynamo=True, which needs onnxscript)."""
+    import inspect
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
+    torch.onnx.export(*args, **kwargs)
+
+
 def save_file(tensors, path, metadata=None):
     entries = sorted(tensors.items(), key=lambda item: (-ALIGNMENT.index(CODES[item[1].dtype]), item[0]))
     header = {"__metadata__": metadata} if metadata else {}
@@ -167,7 +176,7 @@ def onnx_export(folder):
     for mode, opset in (("eval", 17), ("train", 13)):
         net = onnx_mlp()
         net.train(mode == "train")
-        torch.onnx.export(net, torch.randn(4, 5), f"{folder}/mlp-{mode}.onnx", opset_version=opset,
+        torchscript_export(net, torch.randn(4, 5), f"{folder}/mlp-{mode}.onnx", opset_version=opset,
                           input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
                           training=TrainingMode.TRAINING if mode == "train" else TrainingMode.EVAL,
                           do_constant_folding=mode != "train")
@@ -183,7 +192,7 @@ def onnx_export(folder):
         ref.update({f"after.{n}": p.detach().clone() for n, p in net.named_parameters()})
         save_file(ref, f"{folder}/mlp-{mode}-ref.safetensors")
     net = OnnxAttention().eval()
-    torch.onnx.export(net, torch.randn(2, 5, 8), f"{folder}/attention-eval.onnx", opset_version=17,
+    torchscript_export(net, torch.randn(2, 5, 8), f"{folder}/attention-eval.onnx", opset_version=17,
                       input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch", 1: "length"}, "y": {0: "batch"}},
                       do_constant_folding=False)  # folding would store qkv.weight transposed as onnx::MatMul_<n>
     x, target = torch.randn(3, 6, 8), torch.randn(3, 8)
@@ -343,7 +352,7 @@ def onnx_grid_export(folder):
         net.train(training)
         names = [f"in.{i}" for i in range(len(example))]
         axes = {n: {0: "batch"} for n in names + ["y"]} if dynamic else None
-        torch.onnx.export(net, example, f"{folder}/{name}.onnx", opset_version=opset, input_names=names,
+        torchscript_export(net, example, f"{folder}/{name}.onnx", opset_version=opset, input_names=names,
                           output_names=["y"], dynamic_axes=axes,
                           training=TrainingMode.TRAINING if training else TrainingMode.EVAL,
                           do_constant_folding=not training)
