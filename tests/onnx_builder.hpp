@@ -3,6 +3,7 @@
 // What the ONNX test files share: a scratch folder of the process's own, a model written node by
 // node with the ONNX project's protobuf classes, and the check that load() refuses a file with a
 // FormatError saying what is wrong.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -28,6 +29,25 @@ inline std::filesystem::path scratch() {
     return d;
   }();
   return dir;
+}
+
+// Appends field `number` to a message as protobuf wire bytes: length-delimited `bytes`, or a varint.
+// The same file results whether the linked onnx classes know the field (1.18 and later know IR 9 to
+// 11's) or keep it as an unknown one (1.12), and neither needs protobuf's reflection (1.18 and later
+// are built for protobuf-lite).
+inline std::string wire_varint(std::uint64_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+template <class Proto>
+void add_bytes_field(Proto* m, int number, const std::string& bytes) {
+  REQUIRE(m->MergeFromString(wire_varint(static_cast<std::uint64_t>(number) << 3 | 2) + wire_varint(bytes.size()) + bytes));
+}
+template <class Proto>
+void add_varint_field(Proto* m, int number, std::uint64_t v) {
+  REQUIRE(m->MergeFromString(wire_varint(static_cast<std::uint64_t>(number) << 3) + wire_varint(v)));
 }
 
 // A model of one graph, written node by node.

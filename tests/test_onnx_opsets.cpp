@@ -304,13 +304,13 @@ TEST_CASE("onnx: IR versions 3 to 13 and opsets up to 23 (each op its own); newe
 
   SECTION("metadata is ignored; device configurations and unknown fields are refused") {
     Builder b = relu(20, 10);
-    b.graph->mutable_node(0)->mutable_unknown_fields()->AddLengthDelimited(9, std::string("\x0a\x01k\x12\x01v", 6));
+    test::add_bytes_field(b.graph->mutable_node(0), 9, std::string("\x0a\x01k\x12\x01v", 6));
     REQUIRE(values(run(b, "kten-metadata.onnx", x)[0]).size() == 6);
     Builder c = relu(20, 11);
-    c.graph->mutable_node(0)->mutable_unknown_fields()->AddLengthDelimited(10, std::string());
+    test::add_bytes_field(c.graph->mutable_node(0), 10, std::string());
     require_refused(c, "kten-device-config.onnx", x, {"NodeProto.device_configurations", "not support"});
     Builder d = relu(20, 10);
-    d.graph->mutable_node(0)->mutable_unknown_fields()->AddVarint(99, 1);
+    test::add_varint_field(d.graph->mutable_node(0), 99, 1);
     require_refused(d, "kten-field-99.onnx", x, {"the model.graph.node[0]", "field 99 of onnx.NodeProto"});
   }
   SECTION("element types kten lacks are named") {
@@ -369,15 +369,15 @@ void add_scaled(Builder& b, const std::string& overload, float alpha) {
   fallback.set_name("alpha");
   fallback.set_type(::onnx::AttributeProto_AttributeType_FLOAT);
   fallback.set_f(alpha);
-  f->mutable_unknown_fields()->AddLengthDelimited(11, fallback.SerializeAsString());
-  if (!overload.empty()) f->mutable_unknown_fields()->AddLengthDelimited(13, overload);
+  test::add_bytes_field(f, 11, fallback.SerializeAsString());
+  if (!overload.empty()) test::add_bytes_field(f, 13, overload);
 }
 
 ::onnx::NodeProto* call(Builder& b, const std::string& fn, const std::vector<std::string>& in, const std::string& out,
                         const std::string& overload = "") {
   auto* n = b.node(fn, in, {out}, "call_" + out);
   n->set_domain("local");
-  if (!overload.empty()) n->mutable_unknown_fields()->AddLengthDelimited(8, overload);
+  if (!overload.empty()) test::add_bytes_field(n, 8, overload);
   return n;
 }
 

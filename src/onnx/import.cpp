@@ -22,6 +22,7 @@
 #include "core/fail.hpp"
 #include "graph.hpp"
 #include "io/files.hpp"
+#include "wire.hpp"
 
 namespace kten::onnx::detail {
 
@@ -187,68 +188,18 @@ int default_opset(const Imports& imports, int fallback) {
 }
 
 // --- fields newer than Debian 12's onnx 1.12 classes ---
-// The parser keeps a field its classes do not know as an unknown field. Those of IR 9 to 11 are
-// listed here: metadata and type annotations are ignored, a function's overload and attribute
-// defaults are read (function_text, function_defaults), the rest is refused by name. A field
-// unknown even to this table is refused too: never read a file as something it is not.
-struct NewerField {
-  const char* message;
-  int number;
-  const char* name;
-  bool read;  // ignored or read by kten; false: refused
-};
-constexpr NewerField kNewerFields[] = {
-    {"NodeProto", 8, "overload", true},
-    {"NodeProto", 9, "metadata_props", true},
-    {"NodeProto", 10, "device_configurations", false},
-    {"GraphProto", 16, "metadata_props", true},
-    {"FunctionProto", 11, "attribute_proto", true},
-    {"FunctionProto", 12, "value_info", true},
-    {"FunctionProto", 13, "overload", true},
-    {"FunctionProto", 14, "metadata_props", true},
-    {"TensorProto", 16, "metadata_props", true},
-    {"ValueInfoProto", 4, "metadata_props", true},
-    {"ModelProto", 26, "configuration", false},
-};
-
-void check_fields(const google::protobuf::Message& m, const std::string& path, const Loader& l) {
-  const auto* reflection = m.GetReflection();
-  const std::string& type = m.GetDescriptor()->name();
-  const auto& unknown = reflection->GetUnknownFields(m);
-  for (int i = 0; i < unknown.field_count(); ++i) {
-    const int number = unknown.field(i).number();
-    const auto* known = std::find_if(std::begin(kNewerFields), std::end(kNewerFields),
-                                     [&](const NewerField& f) { return f.message == type && f.number == number; });
-    if (known == std::end(kNewerFields))
-      l.bad(path, " holds field ", number, " of onnx.", type, ", which kten does not know (a newer ONNX IR than 13?)");
-    if (!known->read)
-      l.bad(path, " sets ", type, ".", known->name, " (IR 11), which kten does not support");
-  }
-  std::vector<const google::protobuf::FieldDescriptor*> fields;
-  reflection->ListFields(m, &fields);
-  for (const auto* f : fields) {
-    if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) continue;
-    if (!f->is_repeated()) {
-      check_fields(reflection->GetMessage(m, f), path + "." + f->name(), l);
-      continue;
-    }
-    for (int i = 0, n = reflection->FieldSize(m, f); i < n; ++i)
-      check_fields(reflection->GetRepeatedMessage(m, f, i), path + "." + f->name() + "[" + std::to_string(i) + "]", l);
-  }
+// The file is checked against the fields kten knows from its wire format (wire.cpp), whichever
+// onnx library kten is built with. A message's field by number, known to the classes or not (IR 9's
+// overload and a function's attribute defaults are unknown to onnx 1.12's, known to 1.18's): each
+// occurrence's bytes, from the message serialized anew.
+template <class Proto>
+std::vector<std::string> field_bytes(const Proto& m, int number) {
+  return length_delimited_fields(m.SerializeAsString(), number);
 }
 
-// The unknown (newer) length-delimited field `number` of `m`: each occurrence's bytes.
-std::vector<std::string> newer_field(const google::protobuf::Message& m, int number) {
-  std::vector<std::string> out;
-  const auto& unknown = m.GetReflection()->GetUnknownFields(m);
-  for (int i = 0; i < unknown.field_count(); ++i)
-    if (unknown.field(i).number() == number && unknown.field(i).type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
-      out.push_back(unknown.field(i).length_delimited());
-  return out;
-}
-
-std::string newer_text(const google::protobuf::Message& m, int number) {
-  const auto all = newer_field(m, number);
+template <class Proto>
+std::string field_text(const Proto& m, int number) {
+  const auto all = field_bytes(m, number);
   return all.empty() ? std::string() : all.back();
 }
 
@@ -267,7 +218,8 @@ struct Functions {
     return domain + '\n' + name + '\n' + overload;
   }
   const ::onnx::FunctionProto* find(const ::onnx::NodeProto& n) const {
-    const auto it = by_key.find(key(n.domain(), n.op_type(), newer_text(n, 8)));
+    if (by_key.empty()) return nullptr;  // no node is serialized anew for its overload
+    const auto it = by_key.find(key(n.domain(), n.op_type(), field_text(n, 8)));
     return it == by_key.end() ? nullptr : it->second;
   }
 };
@@ -293,7 +245,7 @@ void flatten(const ::onnx::NodeProto& n, int opset, const Functions& functions, 
   for (int i = 0; i < f->output_size(); ++i)
     rename[f->output(i)] = i < n.output_size() && !n.output(i).empty() ? n.output(i) : prefix + f->output(i);
   std::map<std::string, ::onnx::AttributeProto> given;
-  for (const std::string& bytes : newer_field(*f, 11)) {
+  for (const std::string& bytes : field_bytes(*f, 11)) {
     ::onnx::AttributeProto a;
     if (!a.ParseFromString(bytes)) l.bad(where, ": its function '", f->name(), "' has a malformed attribute default");
     given[a.name()] = a;
@@ -410,7 +362,7 @@ Model load(const std::string& path, const Device& device) {
   if (graph->opset == 0) l.bad("the model imports no opset of the default ONNX domain");
   if (graph->opset < kFirstOpset || graph->opset > kLastOpset)
     l.bad("the model's opset is ", graph->opset, "; kten imports opsets ", kFirstOpset, " to ", kLastOpset);
-  check_fields(*proto, "the model", l);
+  if (const std::string why = unreadable_field(bytes, "the model"); !why.empty()) l.bad(why);
 
   // Values: initializers, graph inputs, node outputs, each defined once.
   std::unordered_map<std::string, int> index;
@@ -445,7 +397,7 @@ Model load(const std::string& path, const Device& device) {
   // Model-local functions (PyTorch's dynamo exporter, export_modules_as_functions) are inlined.
   Functions functions;
   for (const auto& f : proto->functions()) {
-    const std::string overload = newer_text(f, 13);
+    const std::string overload = field_text(f, 13);
     if (!functions.by_key.emplace(Functions::key(f.domain(), f.name(), overload), &f).second)
       l.bad("the model defines the function '", f.domain(), ".", f.name(), overload.empty() ? "" : ":" + overload, "' twice");
   }
