@@ -2,7 +2,7 @@
 #pragma once
 // The workloads of kten-perf's *_vs_libtorch rows, and libtorch's side of them
 // (perf/baselines/libtorch.cpp, built when find_package(Torch) succeeds in a host-only build). No
-// torch header here: kten_perf.cpp times these closures beside kten's own, in the same run.
+// torch header here: perf/models.cpp times these closures beside kten's own, in the same run.
 #include <cstdint>
 #include <functional>
 #include <string>
