@@ -312,6 +312,9 @@ TEST_CASE("onnx: IR versions 3 to 13 and opsets up to 23 (each op its own); newe
     Builder d = relu(20, 10);
     test::add_varint_field(d.graph->mutable_node(0), 99, 1);
     require_refused(d, "kten-field-99.onnx", x, {"the model.graph.node[0]", "field 99 of onnx.NodeProto"});
+    Builder e = relu(20, 10);  // a known message field as a varint: protobuf keeps it as an unknown one
+    test::add_varint_field(e.graph->mutable_node(0), 5, 1);
+    require_refused(e, "kten-attribute-varint.onnx", x, {"the model.graph.node[0].attribute[0]", "not a message"});
   }
   SECTION("element types kten lacks are named") {
     Builder b = relu(20, 10);
