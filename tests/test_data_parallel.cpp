@@ -110,10 +110,9 @@ TEST_CASE("DistributedDataParallel flattens gradients into buckets on the device
   CHECK(ddp.named_parameters()[0].name == "0.weight");
 
   const Tensor x = randn({5, 3}, d, 1);
-  plain(x);
-  plain.backward(ones({5, 1}, d));
-  ddp(x);
-  ddp.backward(ones({5, 1}, d));
+  plain(x).backward(ones({5, 1}, d));
+  ddp(x).backward(ones({5, 1}, d));
+  ddp.synchronize_gradients();
   CHECK(group->all_reduced == std::vector<std::int64_t>{9, 12});  // one all_reduce per bucket
   CHECK(ddp.num_buckets() == 2);
   for (std::size_t p = 0; p < 4; ++p)

@@ -117,7 +117,7 @@ TEST_CASE("Linear checks its input and gradient against its parameters' device",
   CHECK_THROWS_AS(lazy.forward(ones({3, 4}, gpu(1))), DeviceMismatch);
   CHECK(lazy.in_features() == -1);  // still lazy: nothing was initialised on the wrong device
   auto y = eager(ones({3, 4}, gpu(0)));
-  CHECK_THROWS_AS(eager.backward(ones({3, 2}, gpu(1))), DeviceMismatch);
+  CHECK_THROWS_AS(y.backward(ones({3, 2}, gpu(1))), DeviceMismatch);
 }
 
 TEST_CASE("a View must be in exactly the tensor's memory space", "[gpu-path]") {

@@ -152,8 +152,7 @@ void set_grad_ready_hook(const Tensor& leaf, std::function<void()> hook) {
   meta->grad_ready = std::move(hook);
 }
 
-Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_graph, bool module_inputs,
-                    const Tensor* stop_at) {
+void run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_graph) {
   check_defined(root, "backward()");
   const auto& root_meta = AutogradAccess::meta(root);
   if (!root_meta)
@@ -171,13 +170,10 @@ Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_g
   NoGradGuard no_grad;  // backward functions compute with tensors; none of that is recorded
   Region region("kten::backward");
   if (!root_meta->grad_fn) {
-    if (!root_meta->module_input || module_inputs) accumulate_leaf(*root_meta, gradient);
+    accumulate_leaf(*root_meta, gradient);
     if (root_meta->grad_ready) root_meta->grad_ready();
-    return Tensor();
+    return;
   }
-  const auto& stop_meta = stop_at ? AutogradAccess::meta(*stop_at) : nullptr;
-  Node* const stop = stop_meta ? stop_meta->grad_fn.get() : nullptr;
-  Tensor stopped;
 
   // How many reachable nodes use each node's output, and each hooked leaf.
   std::unordered_map<Node*, int> users;
@@ -202,20 +198,13 @@ Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_g
     Node* node = ready.front();
     ready.pop_front();
     const auto found = grads.find(node);
-    if (node == stop) {
-      if (found != grads.end()) stopped = std::move(found->second);
-      continue;
-    }
     Grads input_grads;
     if (found != grads.end()) {
       if (!node->backward)
         fail("backward()", "going back through ", node->name, " a second time, but the first backward() freed "
              "what the graph saved; pass retain_graph = true to the first backward() to go back twice");
       Needs needs(node->inputs.size());
-      for (std::size_t i = 0; i < needs.size(); ++i) {
-        const auto& input = node->inputs[i];
-        needs[i] = input && (input->grad_fn || !input->module_input || module_inputs);
-      }
+      for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = node->inputs[i] != nullptr;
       check_snapshots(*node);
       input_grads = node->backward(found->second, needs);
       grads.erase(found);
@@ -232,7 +221,7 @@ Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_g
         fail("backward()", "the gradient of ", node->name, "'s input ", i, " has shape ", g.shape(), ", expected ",
              node->input_shapes[i], " (a bug in kten; please report it)");
       if (!input->grad_fn) {
-        if (g.defined() && (!input->module_input || module_inputs)) accumulate_leaf(*input, std::move(g));
+        if (g.defined()) accumulate_leaf(*input, std::move(g));
         if (input->grad_ready && --leaf_users[input.get()] == 0) input->grad_ready();
         continue;
       }
@@ -244,7 +233,6 @@ Tensor run_backward(const Tensor& root, const Tensor& gradient_in, bool retain_g
       if (--users[next] == 0) ready.push_back(next);
     }
   }
-  return stopped;
 }
 
 }  // namespace detail
@@ -286,9 +274,9 @@ void Tensor::set_grad(const Tensor& grad) const {
 const char* Tensor::grad_fn() const { return is_leaf() ? nullptr : impl_->autograd->grad_fn->name; }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  detail::run_backward(*this, gradient, retain_graph, false);
+  detail::run_backward(*this, gradient, retain_graph);
 }
-void Tensor::backward() const { detail::run_backward(*this, Tensor(), false, false); }
+void Tensor::backward() const { detail::run_backward(*this, Tensor(), false); }
 
 Tensor Tensor::detach() const {
   Tensor out;

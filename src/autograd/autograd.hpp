@@ -30,9 +30,6 @@ struct Node;
 struct AutogradMeta {
   Tensor grad;                    // leaves only: accumulated by backward()
   std::shared_ptr<Node> grad_fn;  // null for a leaf
-  /// \brief A leaf made by Module::operator() so that Module::backward() can return d/d(input):
-  /// its gradient is computed only by Module::backward(), never by Tensor::backward().
-  bool module_input = false;
   /// \brief Leaves only: called once per backward pass, right after the last gradient this pass
   /// brings to the leaf was accumulated (DistributedDataParallel starts an all_reduce from it).
   std::function<void()> grad_ready;
@@ -181,10 +178,8 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 /// \brief Makes `hook` the grad_ready hook of `leaf`, a leaf that requires grad (empty: none).
 void set_grad_ready_hook(const Tensor& leaf, std::function<void()> hook);
 
-/// \brief Runs backward from `root` (see Tensor::backward); with `module_inputs`, leaves made by
-/// Module::operator() receive their gradients too. With `stop_at` (a computed tensor), the pass
-/// does not go back past it and returns its gradient (Module::backward of an inner module).
-Tensor run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool module_inputs,
-                    const Tensor* stop_at = nullptr);
+/// \brief Runs backward from `root` (Tensor::backward; `gradient` undefined: the implied 1 of a
+/// one-element root).
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
 }  // namespace kten::detail

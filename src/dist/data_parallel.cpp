@@ -104,12 +104,6 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
   return out;
 }
 
-Tensor DistributedDataParallel::backward(const Tensor& grad_output) {
-  Tensor grad_input = module_.backward(grad_output);
-  synchronize_gradients();
-  return grad_input;
-}
-
 void DistributedDataParallel::to(const Device& device) {
   finish_in_flight();
   Module::to(device);

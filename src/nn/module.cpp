@@ -9,7 +9,6 @@
 #include <kten/nn/module.hpp>
 #include <kten/ops.hpp>
 
-#include "autograd/autograd.hpp"
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
 #include "ops/elementwise.hpp"
@@ -27,37 +26,7 @@ Tensor Module::operator()(const Tensor& input) {
   // heap allocations on every call).
   std::optional<detail::Region> region;
   if (Kokkos::Profiling::profileLibraryLoaded()) region.emplace("kten::" + name() + "::forward");
-  if (!detail::grad_mode_enabled) return forward(input);
-  // Recorded: for backward(grad_output) to return d/d(input), an input without history becomes a
-  // leaf whose gradient only Module::backward computes (loss.backward() skips it).
-  Tensor in = input;
-  if (!in.requires_grad() && is_floating(in.dtype())) {
-    in = input.detach();  // a handle of its own: the caller's tensor does not start requiring grad
-    in.requires_grad_();
-    detail::AutogradAccess::meta(in)->module_input = true;
-  }
-  Tensor out = forward(in);
-  last_input_ = in;
-  last_output_ = out;
-  return out;
-}
-
-Tensor Module::backward(const Tensor& grad_output) {
-  const std::string op = name() + " backward";
-  if (!last_output_.defined()) detail::fail(op, "no recorded forward call to go back through");
-  if (!last_output_.requires_grad())
-    detail::fail(op, "the last forward call recorded nothing to go back through (no input or parameter requires grad)");
-  if (grad_output.defined() && grad_output.shape() != last_output_.shape())
-    detail::fail<ShapeError>(op, "the gradient has shape ", grad_output.shape(), ", the output had shape ",
-                             last_output_.shape());
-  // The graph is kept until the next forward call, so backward(grad_output) may be called again
-  // (each call accumulates into the parameters' gradients, as before autograd). An input computed
-  // by earlier operations: stop there (this module's backward only) and return its gradient.
-  if (!last_input_.is_leaf()) return detail::run_backward(last_output_, grad_output, true, true, &last_input_);
-  const bool own_leaf = last_input_.requires_grad() && detail::AutogradAccess::meta(last_input_)->module_input;
-  if (own_leaf) last_input_.set_grad(Tensor());  // this call's gradient, not a sum over calls
-  detail::run_backward(last_output_, grad_output, true, true);
-  return last_input_.grad();  // undefined for an int64 input
+  return forward(input);  // the module keeps no activations: what backward needs is on the tape
 }
 
 void Parameter::track() {

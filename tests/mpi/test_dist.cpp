@@ -427,8 +427,7 @@ TEST_CASE("DistributedDataParallel averages gradients with one all_reduce per bu
   std::vector<std::vector<double>> want;
   for (int r = 0; r < w->size(); ++r) {
     nn::Sequential m = test::small_mlp(d);
-    m(input(r));
-    m.backward(ones({5, 1}, d));
+    m(input(r)).backward(ones({5, 1}, d));
     const auto named = m.named_parameters();
     want.resize(named.size());
     for (std::size_t p = 0; p < named.size(); ++p) {
@@ -446,8 +445,8 @@ TEST_CASE("DistributedDataParallel averages gradients with one all_reduce per bu
     auto counting = std::make_shared<CountingGroup>();
     dist::DistributedDataParallel ddp(m, counting, {bucket_bytes});
     CHECK(counting->broadcasts == buckets);  // the parameters, bucket by bucket
-    ddp(input(w->rank()));
-    ddp.backward(ones({5, 1}, d));
+    ddp(input(w->rank())).backward(ones({5, 1}, d));
+    ddp.synchronize_gradients();
     CHECK(ddp.num_buckets() == static_cast<std::size_t>(buckets));
     CHECK(counting->all_reduces == buckets);
     const auto named = m.named_parameters();

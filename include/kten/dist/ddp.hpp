@@ -39,7 +39,7 @@ struct DDPOptions {
 ///   it is averaged with one all_reduce(mean), buckets start in the same order on every rank, and
 ///   the results are copied back. With DDPOptions::overlap (the default), a bucket starts during
 ///   backward once its gradients are final, while backward computes the next ones; call
-///   synchronize_gradients() (backward() and the Trainer do) before the optimiser step, which
+///   synchronize_gradients() (the Trainer does) before the optimiser step, which
 ///   starts what is left and waits for the rest. Every rank's backward must reach the same
 ///   parameters (a bucket with a gradient no backward reaches starts in synchronize_gradients(),
 ///   and so do the buckets after it), and one forward through the wrapper is followed by at most
@@ -70,8 +70,6 @@ class DistributedDataParallel : public nn::Module {
   /// \brief The module's forward; after the first call, broadcasts the parameters it shaped. With
   /// overlap and grad mode on, the next backward pass starts the buckets' all_reduces.
   Tensor forward(const Tensor& input) override;
-  /// \brief The module's backward, then synchronize_gradients().
-  Tensor backward(const Tensor& grad_output) override;
   /// \brief Moves the module's parameters and buffers to `device` (after the all_reduces in flight).
   void to(const Device& device) override;
   /// \brief Casts the module's float parameters and buffers to `dtype` (after the all_reduces in flight).
@@ -82,9 +80,8 @@ class DistributedDataParallel : public nn::Module {
   void parameters_loaded() override;
 
   /// \brief Averages every gradient over the ranks: one all_reduce(mean) per bucket, those that
-  /// backward started already included; returns when every gradient holds the average. backward()
-  /// and the Trainer call it; after loss.backward() or the module's own backward, call it yourself
-  /// before the optimiser step.
+  /// backward started already included; returns when every gradient holds the average. The
+  /// Trainer calls it; after loss.backward(), call it yourself before the optimiser step.
   void synchronize_gradients();
   /// \brief Makes every rank's parameters and buffers equal to rank 0's (one broadcast per
   /// bucket, and one for all the buffers when there are any).

@@ -82,17 +82,13 @@ class Module {
   virtual ~Module() = default;
 
   /// \brief Runs forward() after checking the input is on device(). Unless a NoGradGuard is
-  /// alive, the computation is recorded on the autograd tape and the call's input and output are
-  /// kept for backward(grad_output).
+  /// alive, the computation is recorded on the autograd tape. The module keeps no activations
+  /// (neither the call's input nor its output): gradients come from Tensor::backward() on the
+  /// output or a loss computed from it, as in libtorch.
   Tensor operator()(const Tensor& input);
   /// \brief The layer's computation, on the input's device, written with kten's differentiable
   /// operations (autograd derives its backward).
   virtual Tensor forward(const Tensor& input) = 0;
-  /// \brief Given d(loss)/d(output) of the last call, goes back through the tape recorded by that
-  /// call: accumulates the parameters' gradients and returns d(loss)/d(input). Throws kten::Error
-  /// when there was no recorded forward call to go back through. Training code may instead call
-  /// backward() on the loss, which does not compute d(loss)/d(input).
-  virtual Tensor backward(const Tensor& grad_output);
 
   /// \brief Registers `module` as the child `name` (its parameters become "name.<theirs>") and
   /// returns it. The name must be non-empty, without '.', and not yet used by a parameter, buffer
@@ -215,8 +211,6 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Parameter>>> parameters_;
   StateDict buffers_;
   NamedModules children_;
-  Tensor last_input_;   // the last recorded call's input (a leaf when the caller's did not require grad)
-  Tensor last_output_;  // and output, for backward(grad_output)
 };
 
 }  // namespace kten::nn
