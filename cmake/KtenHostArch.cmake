@@ -18,6 +18,15 @@ function(kten_detect_host_arch out)
   set(${out} "${arch}" PARENT_SCOPE)
 endfunction()
 
+# KTEN_HOST_ARCH as asked for: 'native' resolved to this machine's (kten_detect_host_arch).
+function(kten_requested_host_arch out)
+  set(arch "${KTEN_HOST_ARCH}")
+  if(arch STREQUAL "native")
+    kten_detect_host_arch(arch)
+  endif()
+  set(${out} "${arch}" PARENT_SCOPE)
+endfunction()
+
 # The host architecture among an installed Kokkos' Kokkos_ARCH list (its device architectures
 # left out), or empty: Debian's packages, like a Kokkos configured without Kokkos_ARCH_*, set none.
 function(kten_kokkos_host_arch out)

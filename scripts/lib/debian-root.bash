@@ -93,6 +93,8 @@ root_install() {
   local log p policy wanted=()
   log="$roots/$(basename "$rootfs").apt.log"
   for p in "$@"; do
+    # installed already: no apt run (its solver takes minutes on a loaded machine)
+    [ "$(in_root dpkg-query -W -f '${Status}' "${p%/*}" 2>/dev/null)" = "install ok installed" ] && continue
     [[ "$p" == */unstable ]] && root_add_unstable
     policy=$(in_root apt-cache policy "${p%/*}")  # (grep -q in a pipe would end it early: pipefail)
     if grep -q 'Candidate: [0-9]' <<<"$policy"; then
@@ -101,6 +103,7 @@ root_install() {
       echo "$root_script: Debian $(basename "$rootfs") has no package ${p%/*}: going on without it" >&2
     fi
   done
+  [ ${#wanted[@]} = 0 ] && return
   in_root apt-get install -y -q --no-install-recommends "${wanted[@]}" >>"$log" 2>&1 || { tail "$log" >&2; exit 1; }
   in_root apt-get clean
 }
