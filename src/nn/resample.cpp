@@ -15,23 +15,18 @@ std::string with_rank(const char* kind, int spatial) { return kind + std::to_str
 }  // namespace
 
 template <int Spatial>
-MaxPool<Spatial>::MaxPool(Shape kernel, PoolOptions options) : kernel_(std::move(kernel)), options_(std::move(options)) {}
-
-template <int Spatial>
 Tensor MaxPool<Spatial>::forward(const Tensor& input) {
-  return detail::max_pool(input, Spatial, kernel_, options_.stride, options_.padding, options_.ceil_mode);
+  return detail::max_pool(input, Spatial, kernel(), options().stride, options().padding, options().ceil_mode);
 }
 
 template <int Spatial>
 std::string MaxPool<Spatial>::name() const { return with_rank("MaxPool", Spatial); }
 
 template <int Spatial>
-AvgPool<Spatial>::AvgPool(Shape kernel, PoolOptions options) : kernel_(std::move(kernel)), options_(std::move(options)) {}
-
-template <int Spatial>
 Tensor AvgPool<Spatial>::forward(const Tensor& input) {
   const auto pool = Spatial == 1 ? avg_pool1d : Spatial == 2 ? avg_pool2d : avg_pool3d;
-  return pool(input, kernel_, options_.stride, options_.padding, options_.ceil_mode, options_.count_include_pad);
+  const PoolOptions& o = options();
+  return pool(input, kernel(), o.stride, o.padding, o.ceil_mode, o.count_include_pad);
 }
 
 template <int Spatial>

@@ -6,6 +6,7 @@
 /// <kten/ops.hpp>.
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kten/nn/module.hpp>
@@ -21,43 +22,44 @@ struct PoolOptions {
   bool count_include_pad = true;  ///< \brief AvgPool: the padding counts in the divisor
 };
 
-/// \brief Max pooling over `Spatial` (1 to 3) trailing axes of (N, C, ...) or (C, ...): MaxPool1d,
-/// MaxPool2d, MaxPool3d. The largest element of each window, as kten::max_pool2d (ceil_mode as
-/// PyTorch; count_include_pad does not apply).
-template <int Spatial>
-class MaxPool : public Module {
+/// \brief The base of MaxPool and AvgPool: the window and the options they were made with.
+class WindowPool : public Module {
  public:
-  /// \brief Windows of `kernel` (one value for every axis, or one per axis).
-  explicit MaxPool(Shape kernel, PoolOptions options = {});
-  Tensor forward(const Tensor& input) override;
-  std::string name() const override;
   /// \brief The window's extents.
   const Shape& kernel() const { return kernel_; }
   /// \brief The options it was made with.
   const PoolOptions& options() const { return options_; }
+
+ protected:
+  /// \brief Windows of `kernel` (one value for every axis, or one per axis).
+  WindowPool(Shape kernel, PoolOptions options) : kernel_(std::move(kernel)), options_(std::move(options)) {}
 
  private:
   Shape kernel_;
   PoolOptions options_;
 };
 
+/// \brief Max pooling over `Spatial` (1 to 3) trailing axes of (N, C, ...) or (C, ...): MaxPool1d,
+/// MaxPool2d, MaxPool3d. The largest element of each window, as kten::max_pool2d (ceil_mode as
+/// PyTorch; count_include_pad does not apply).
+template <int Spatial>
+class MaxPool : public WindowPool {
+ public:
+  /// \brief Windows of `kernel` (one value for every axis, or one per axis).
+  explicit MaxPool(Shape kernel, PoolOptions options = {}) : WindowPool(std::move(kernel), std::move(options)) {}
+  Tensor forward(const Tensor& input) override;
+  std::string name() const override;
+};
+
 /// \brief Average pooling over `Spatial` (1 to 3) trailing axes: AvgPool1d, AvgPool2d, AvgPool3d,
 /// as kten::avg_pool2d.
 template <int Spatial>
-class AvgPool : public Module {
+class AvgPool : public WindowPool {
  public:
   /// \brief Windows of `kernel` (one value for every axis, or one per axis).
-  explicit AvgPool(Shape kernel, PoolOptions options = {});
+  explicit AvgPool(Shape kernel, PoolOptions options = {}) : WindowPool(std::move(kernel), std::move(options)) {}
   Tensor forward(const Tensor& input) override;
   std::string name() const override;
-  /// \brief The window's extents.
-  const Shape& kernel() const { return kernel_; }
-  /// \brief The options it was made with.
-  const PoolOptions& options() const { return options_; }
-
- private:
-  Shape kernel_;
-  PoolOptions options_;
 };
 
 /// \brief Adaptive average pooling to `output_size` over `Spatial` (1 to 3) trailing axes:
