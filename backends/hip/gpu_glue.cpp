@@ -3,6 +3,7 @@
 #include "backend_glue.hpp"
 #include "pinned_view.hpp"
 #include "stream_instance.hpp"
+#include "hip/kokkos_hip.hpp"
 
 #include <hip/hip_runtime.h>
 
@@ -11,14 +12,8 @@
 #include <kten/kokkos.hpp>
 
 #include "core/fail.hpp"
-#include "core/kokkos_compat.hpp"
 
 namespace kten::detail {
-namespace {
-
-namespace kokkos_hip = compat::kokkos_hip;  // Kokkos::Experimental in 3.x (core/kokkos_compat.hpp)
-
-}  // namespace
 
 const char* gpu_backend_name() { return "HIP"; }
 

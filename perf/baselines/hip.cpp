@@ -12,12 +12,12 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "core/kokkos_compat.hpp"
+#include "hip/kokkos_hip.hpp"
 
 namespace kten::perf {
 
 namespace {
-hipStream_t kokkos_stream() { return kten::detail::compat::kokkos_hip::HIP().hip_stream(); }
+hipStream_t kokkos_stream() { return kten::detail::kokkos_hip::HIP().hip_stream(); }
 
 // rocBLAS' C API as its rocblas.h declares it (handles are pointers, enums and rocblas_int are
 // 32-bit ints): rocblas_operation_none is 111.

@@ -20,18 +20,6 @@ namespace math = ::Kokkos;
 namespace math = ::Kokkos::Experimental;
 #endif
 
-#ifdef KOKKOS_ENABLE_HIP
-// Kokkos' HIP backend: in Kokkos::Experimental in 3.x, moved to Kokkos:: in 4.0 (the old spellings
-// deprecated, then removed). hip_warp_size: the wavefront width as Kokkos knows it.
-#if KOKKOS_VERSION >= 40000
-namespace kokkos_hip = ::Kokkos;
-inline constexpr int hip_warp_size = ::Kokkos::Impl::HIPTraits::WarpSize;
-#else
-namespace kokkos_hip = ::Kokkos::Experimental;
-inline constexpr int hip_warp_size = ::Kokkos::Experimental::Impl::HIPTraits::WarpSize;
-#endif
-#endif
-
 /// \brief Fused multiply-add a * b + c with one rounding, in host and device code, where a kernel
 /// needs exactly one (whether a plain a * b + c contracts is the compiler's choice: GCC does for
 /// C++ by default, -ffp-contract=fast; nvcc and hipcc do in device code); CUDA and HIP device code

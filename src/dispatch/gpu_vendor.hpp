@@ -7,7 +7,9 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "core/kokkos_compat.hpp"
+#if defined(KOKKOS_ENABLE_HIP)
+#include "hip/kokkos_hip.hpp"  // backends/: Kokkos' HIP spellings, 3.x and 4.x
+#endif
 
 namespace kten::detail {
 
@@ -19,7 +21,7 @@ enum class GpuVendor { nvidia, amd };
 // hardware warp (wavefront) width, as Kokkos knows it; the shapes must agree (ops/gemm_kernel.hpp).
 #if defined(KOKKOS_ENABLE_HIP)
 inline constexpr GpuVendor this_gpu_vendor = GpuVendor::amd;
-inline constexpr int this_gpu_warp_size = compat::hip_warp_size;
+inline constexpr int this_gpu_warp_size = hip_warp_size;
 #elif defined(KOKKOS_ENABLE_CUDA)
 inline constexpr GpuVendor this_gpu_vendor = GpuVendor::nvidia;
 inline constexpr int this_gpu_warp_size = 32;
