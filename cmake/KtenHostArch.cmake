@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # The host architecture kten's own kernels are compiled for. The GEMM's micro-tile and the other
-# vector loops (src/ops/host_isa.hpp) follow the compiler's target macros (__AVX512F__, __AVX2__),
+# vector loops (src/dispatch/host_isa.hpp) follow the compiler's target macros (__AVX512F__, __AVX2__),
 # so without an -march they fall back to 128-bit vectors, whatever the CPU.
 
 # Picks a Kokkos host architecture for the machine that builds, so kernels use its vector units

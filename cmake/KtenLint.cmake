@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-# CTest lints (cmake -DSRC=<source dir> -DRULE=dispatch|errors|spdx -P KtenLint.cmake): each keeps one
+# CTest lints (cmake -DSRC=<source dir> -DRULE=dispatch|errors|spdx|layers -P KtenLint.cmake): each keeps one
 # concern in one place. A failing run lists every offending line and their count.
 #
 # dispatch: outside src/dispatch/, nothing in src/ may
@@ -12,6 +12,10 @@
 #    pointers (data_ptr<char>) for copies are fine.
 # errors: outside src/core/fail.hpp, no string in src/ or backends/ starts with "kten: ": a message
 #   comes from detail::fail<E>(op, parts...) or detail::error_message(op, parts...).
+# layers: a file in src/<layer>/ includes nothing from a layer above its own (docs/architecture.md,
+#   "Layers"), lowest first: core (and backends/, the vendor glue beside it), dispatch, autograd, ops,
+#   nn, optim, io, onnx, dist, train, info. Public headers (<kten/...>) are the API every layer may
+#   use; an include that climbs with "../" is refused too.
 # spdx: every source kten ships or builds (src, include, bindings, backends, cmake, perf, examples)
 #   says its licence on its first lines (LICENSE): one SPDX line, Apache-2.0 WITH LLVM-exception.
 
@@ -32,8 +36,13 @@ elseif(RULE STREQUAL "spdx")
   endforeach()
   set(exempt "^$")
   set(what "source files without the licence's SPDX line (LICENSE) in their first 200 characters")
+elseif(RULE STREQUAL "layers")
+  set(globs "${SRC}/src/*.cpp" "${SRC}/src/*.hpp" "${SRC}/backends/*.cpp" "${SRC}/backends/*.hpp")
+  set(exempt "^$")
+  set(layer_order core dispatch autograd ops nn optim io onnx dist train info)
+  set(what "includes that climb to a higher layer (docs/architecture.md, \"Layers\")")
 else()
-  message(FATAL_ERROR "KtenLint.cmake: RULE must be dispatch, errors or spdx, got '${RULE}'")
+  message(FATAL_ERROR "KtenLint.cmake: RULE must be dispatch, errors, spdx or layers, got '${RULE}'")
 endif()
 
 # Sets `out` to ON when `line` breaks the rule.
@@ -42,6 +51,18 @@ function(line_breaks_rule line out)
   if(RULE STREQUAL "errors")
     if(line MATCHES "\"kten: ")
       set(bad ON)
+    endif()
+  elseif(RULE STREQUAL "layers")  # file_rank: the including file's layer (set per file below)
+    if(line MATCHES "^[ \t]*#[ \t]*include[ \t]*\"([^\"]*)\"")
+      set(target "${CMAKE_MATCH_1}")
+      if(target MATCHES "\\.\\./")
+        set(bad ON)
+      elseif(target MATCHES "^([a-z_]+)/")
+        list(FIND layer_order "${CMAKE_MATCH_1}" target_rank)
+        if(target_rank GREATER file_rank)
+          set(bad ON)
+        endif()
+      endif()
     endif()
   else()
     if(line MATCHES "Kokkos::(Range|Team|MDRange)Policy" OR line MATCHES "(^|[^A-Za-z_])(Range|Team)Policy<")
@@ -62,6 +83,14 @@ function(line_breaks_rule line out)
   set(${out} ${bad} PARENT_SCOPE)
 endfunction()
 
+# Counts one failure and lists `where` (a file, or a file and line) with it. A function, not a
+# macro: a macro would read the offending line's backslashes and ${...} again.
+function(report where)
+  math(EXPR n "${count} + 1")
+  set(count ${n} PARENT_SCOPE)
+  set(failures "${failures}  ${where}\n" PARENT_SCOPE)
+endfunction()
+
 file(GLOB_RECURSE sources ${globs})
 set(failures "")
 set(count 0)
@@ -76,10 +105,21 @@ foreach(file IN LISTS sources)
     string(SUBSTRING "${text}" 0 200 head)
     string(FIND "${head}" "SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception" at)
     if(at EQUAL -1)
-      math(EXPR count "${count} + 1")
-      string(APPEND failures "  ${file}\n")
+      report("${file}")
     endif()
     continue()
+  endif()
+  if(RULE STREQUAL "layers")  # the file's own layer: its folder under src/, or core's for backends/
+    set(file_rank 0)
+    string(LENGTH "${SRC}/" prefix)
+    string(SUBSTRING "${file}" ${prefix} -1 relative)
+    if(relative MATCHES "^src/([a-z_]+)/")
+      list(FIND layer_order "${CMAKE_MATCH_1}" file_rank)
+      if(file_rank EQUAL -1)
+        report("${file}: src/${CMAKE_MATCH_1}/ is no layer; add it to KtenLint.cmake's list")
+        continue()
+      endif()
+    endif()
   endif()
   string(REPLACE ";" "<semicolon>" text "${text}")
   string(REPLACE "[" "<open>" text "${text}")
@@ -93,8 +133,7 @@ foreach(file IN LISTS sources)
     string(REPLACE "<close>" "]" line "${line}")
     line_breaks_rule("${line}" bad)
     if(bad)
-      math(EXPR count "${count} + 1")
-      string(APPEND failures "  ${file}:${number}: ${line}\n")
+      report("${file}:${number}: ${line}")
     endif()
   endforeach()
 endforeach()

@@ -4,11 +4,13 @@
 // emulated GPU (test::device()). Every registered op's gradient against central finite differences
 // and against a reference is the op harness' (tests/ops: label ops, and torch with PyTorch).
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "core/storage.hpp"  // live_block_bytes
 #include "support.hpp"
 
 using namespace kten;
@@ -152,6 +154,54 @@ TEST_CASE("a module keeps no activations: a call's input and output are freed wh
   CHECK(y_impl.expired());
   CHECK(y_storage.expired());
   CHECK(x_storage.expired());
+}
+
+TEST_CASE("after training steps a 20-layer model's device memory is its parameters, gradients and optimiser state",
+          "[autograd][nn]") {
+  const Device d = test::device();
+  const auto model = [&] {
+    nn::Sequential m;
+    for (std::uint64_t i = 0; i < 20; ++i) {
+      m.add(nn::Linear(64, 64, {true, float32, 30 + i}));
+      m.add(nn::ReLU());
+    }
+    m.to(d);
+    return m;
+  };
+  nn::MSELoss mse;
+  const auto train = [&](nn::Sequential& m, optim::Adam& adam) {
+    for (std::uint64_t step = 0; step < 2; ++step) {
+      adam.zero_grad(m);
+      mse(m(rand({128, 64}, d, step)), zeros({128, 64}, d)).backward();
+      adam.step(m);
+    }
+  };
+  {  // whatever the first steps on this device make once (and keep) is made here, not counted below
+    auto warm = model();
+    optim::Adam adam(1e-3);
+    train(warm, adam);
+  }
+  const std::size_t before = detail::live_block_bytes();
+  auto net = model();
+  optim::Adam adam(1e-3);
+  train(net, adam);
+  // The blocks still held, each counted once: the layers' activations and the tape's saved tensors
+  // are gone with the loss, so nothing else may remain.
+  std::set<const detail::Storage*> held;
+  std::size_t expected = 0;
+  const auto count = [&](const Tensor& t) {
+    REQUIRE(t.defined());
+    if (held.insert(t.storage().get()).second) expected += t.storage()->cache_block;
+  };
+  const auto parameters = net.named_parameters();
+  for (const auto& p : parameters) {
+    count(p.slot->value);
+    count(p.slot->grad);
+  }
+  const auto state = adam.state();
+  for (const auto& [name, t] : state.tensors) count(t);
+  CHECK(held.size() == 40 * 4);  // weight and bias: value, gradient, exp_avg, exp_avg_sq
+  CHECK(detail::live_block_bytes() - before == expected);
 }
 
 TEST_CASE("loss.backward() and output.backward(d(loss)/d(output)) give the same gradients", "[autograd][nn]") {

@@ -16,7 +16,7 @@
 #include <kten/kokkos.hpp>
 
 #include "core/emulated_memory.hpp"  // detail::emulated_memory_trapped
-#include "dispatch/backends.hpp"  // detail::guarded_instance
+#include "core/backends.hpp"  // detail::guarded_instance
 #include "ops/elementwise.hpp"  // detail::fill, an in-place kernel that assumes contiguous memory
 #include "support.hpp"
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -16,7 +17,6 @@
 #include "core/pool.hpp"
 #include "core/storage.hpp"
 #include "dispatch/dispatch.hpp"
-#include "ops/elementwise.hpp"
 
 namespace kten {
 namespace detail {
@@ -114,6 +114,15 @@ void check_float(const char* op, DType dtype) {
                      "; convert with .astype(kten::float32) first");
 }
 
+// dst[i] += src[i]: the tape's own kernel (it knows the ops only through what they record).
+// Bandwidth-bound: two reads and a write per element.
+template <class T>
+struct AccumulateKernel {
+  T* dst;
+  const T* src;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { dst[i] += src[i]; }
+};
+
 // leaf.grad += g. The first gradient is adopted when nothing else holds it (no copy); later ones
 // are added in place, so a gradient handle taken earlier (an optimiser's, Parameter::grad) stays valid.
 void accumulate_leaf(AutogradMeta& leaf, Tensor g) {
@@ -129,8 +138,7 @@ void accumulate_leaf(AutogradMeta& leaf, Tensor g) {
   }
   if (g.shape() == leaf.grad.shape() && g.is_contiguous() && leaf.grad.is_contiguous()) {
     launch_each_index("kten::accumulate_grad", g.numel(), [](auto* dst, auto* src) {
-      using T = std::remove_pointer_t<decltype(dst)>;
-      return BinaryKernel<T, Add>{dst, src, dst, Add{}};
+      return AccumulateKernel<std::remove_pointer_t<decltype(dst)>>{dst, src};
     }, leaf.grad, g);
     return;
   }

@@ -20,7 +20,7 @@
 
 #include <kten/tensor.hpp>
 
-#include "ops/op_attrs.hpp"  // plain data, the registry's form of an op's arguments
+#include "autograd/op_attrs.hpp"  // plain data, the registry's form of an op's arguments
 
 namespace kten::detail {
 

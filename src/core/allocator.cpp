@@ -20,11 +20,12 @@
 
 #include "backend_glue.hpp"
 #include "checked.hpp"
-#include "dispatch/dispatch.hpp"
+#include "backends.hpp"
 #include "emulated_memory.hpp"
 #include "fail.hpp"
 #include "kokkos_lifetime.hpp"
 #include "pool.hpp"
+#include "runtime_internal.hpp"
 #include "storage.hpp"
 
 namespace kten {
@@ -162,6 +163,35 @@ Block fresh_block(const Device& device, std::size_t size, const char* what) {
 
 }  // namespace
 
+// An implicit host synchronisation like any other: counted, and reported by the sync debug mode.
+void wait_for_pending_reader(const Storage& storage) {
+  const int gpu_index = storage.pending_reader.exchange(-1);
+  if (gpu_index < 0) return;
+  note_host_sync(gpu(gpu_index), "reusing a pinned buffer a copy may still read", /*implicit=*/true);
+  fence(gpu(gpu_index));
+}
+
+namespace {
+// Bytes of the blocks live storages hold (every device): one atomic add per allocation and per
+// release, beside the cache's lock.
+std::atomic<std::size_t> live_bytes{0};
+}  // namespace
+
+std::size_t live_block_bytes() { return live_bytes; }
+
+Storage::~Storage() {
+  if (cache_block) {  // device memory: reuse is ordered on its device
+    live_bytes -= cache_block;
+    return_to_cache(*this);
+    return;
+  }
+  const int gpu_index = pending_reader.exchange(-1);
+  if (gpu_index < 0 || !Kokkos::is_initialized()) return;
+  // The DMA must finish before the pinned buffer is freed. Counted, never thrown from here.
+  note_host_sync(gpu(gpu_index), "freeing a pinned buffer a copy may still read", /*implicit=*/false);
+  fence(gpu(gpu_index));
+}
+
 std::shared_ptr<void> allocate_host(std::size_t bytes, const char* label, void** data) {
   return allocate_words<Kokkos::HostSpace>(bytes, label, data);
 }
@@ -193,6 +223,7 @@ std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const
   storage->device = device;
   storage->owner = std::move(block.view);
   storage->cache_block = size;  // when the last tensor lets go, the block returns to the cache
+  live_bytes += size;
   return storage;
 }
 

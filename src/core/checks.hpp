@@ -60,6 +60,9 @@ inline int normalize_axis(const char* op, const Tensor& t, int axis) {
 /// \brief Element count of a shape; ShapeError for negative extents or overflow.
 std::int64_t checked_numel(const Shape& shape, const char* op);
 
+/// \brief Row-major strides of `shape`, in elements.
+Shape contiguous_strides(const Shape& shape);
+
 /// \brief Bytes of `numel` elements of `dtype`; OutOfMemory naming `device` and the size when the
 /// count does not fit in 64 bits, so no allocation is ever asked for a wrapped size.
 std::size_t checked_nbytes(std::int64_t numel, DType dtype, const Device& device, const char* op);

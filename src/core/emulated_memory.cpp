@@ -14,8 +14,10 @@
 #include <mutex>
 #include <new>
 
-#include "dispatch/dispatch.hpp"
+#include <kten/kokkos.hpp>  // EmulatedGpuAccess
+
 #include "emulated_memory.hpp"
+#include "fail.hpp"
 #include "storage.hpp"
 
 namespace kten::detail {

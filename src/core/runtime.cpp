@@ -13,7 +13,7 @@
 
 #include "kokkos_compat.hpp"
 
-#include "dispatch/dispatch.hpp"
+#include "backends.hpp"
 #include "fail.hpp"
 #include "runtime_internal.hpp"
 

@@ -37,6 +37,9 @@ std::string human_bytes(double bytes);
 /// \brief Allocates `bytes` (uninitialised) on `device`; OutOfMemory names the device and size.
 std::shared_ptr<Storage> allocate(const Device& device, std::size_t bytes, const char* what);
 
+/// \brief Bytes of the blocks that live storages from allocate() hold now, over every device (the
+/// cache's free blocks, pinned and wrapped memory not counted): what a model and its tensors cost.
+std::size_t live_block_bytes();
 /// \brief Returns a dying storage's block (cache_block != 0) to the device's cache.
 void return_to_cache(Storage& storage);
 
@@ -47,24 +50,9 @@ std::shared_ptr<void> allocate_host(std::size_t bytes, const char* label, void**
 /// nothing to pin for (a host-only build without emulated GPUs).
 std::shared_ptr<Storage> allocate_pinned(std::size_t bytes);
 
-/// \brief Copies `bytes` between storages (any devices), counting transfers. Ordered after the
-/// work that produced `src`; fenced when the host reads `dst` next.
-void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes);
-/// \brief copy_bytes from `src_offset` bytes into src to `dst_offset` bytes into dst.
-void copy_bytes(const Storage& src, std::size_t src_offset, const Storage& dst, std::size_t dst_offset,
-                std::size_t bytes);
 /// \brief Offset of a tensor's first element from its storage's start, in bytes.
 std::size_t byte_offset(const Tensor& t);
-/// \brief kten's own read of a cpu() tensor's values (a check of an operation's arguments): host
-/// memory that cpu()'s kernels finished writing when they returned, so it counts no host wait (a
-/// step that is sync-free on a GPU is on cpu() too). `expected` must be t's dtype and `count` the
-/// number of elements `dst` holds: a tensor of any other size is an Error, never a longer copy.
-void read_cpu_values(const Tensor& t, void* dst, DType expected, std::size_t count);
-
 /// \brief Waits until no queued copy still reads pinned `storage` (before the host writes it).
 void wait_for_pending_reader(const Storage& storage);
-
-/// \brief A new tensor on `device` filled from host memory (row-major, `dtype` elements).
-Tensor from_host(const void* values, const Shape& shape, DType dtype, const Device& device);
 
 }  // namespace kten::detail

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The Tensor value type (storage + offset + shape + strides, dtype), its views (transpose, permute,
-// narrow, select, unsqueeze, squeeze, expand, reshape), contiguous(), cat and stack, and
-// Kokkos::View interop.
+// The Tensor handle (storage + offset + shape + strides, dtype): construction, sizes, data() and
+// Kokkos::View interop. What launches kernels or records on the tape (views, transfers, set_data,
+// factories) is in src/ops/ (views.cpp, transfer.cpp, factories.cpp).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -14,11 +14,9 @@
 
 #include "checked.hpp"
 #include "pool.hpp"
-#include "autograd/autograd.hpp"
 #include "checks.hpp"
-#include "dispatch/dispatch.hpp"
+#include "backends.hpp"
 #include "storage.hpp"
-#include "views.hpp"
 #include "backend_glue.hpp"
 #include "emulated_memory.hpp"
 
@@ -85,6 +83,8 @@ void check_memory_home(const void* data, const Device& device) {
                        "; wrap it on the device that holds it and copy with .to(), or pass memory of ", device);
 }
 }  // namespace
+
+std::size_t byte_offset(const Tensor& t) { return static_cast<std::size_t>(t.offset()) * dtype_size(t.dtype()); }
 
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
@@ -198,82 +198,8 @@ void* Tensor::data() const {
   return static_cast<char*>(storage()->data) + detail::byte_offset(*this);
 }
 
-namespace {
-// reshape() and view(): the same elements in `shape`, a view where the strides allow it; otherwise
-// a contiguous copy when `may_copy` (reshape), a ShapeError when not (view).
-Tensor reshaped(const Tensor& t, Shape shape, const char* op, bool may_copy) {
-  detail::check_defined(t, op);
-  if (std::count(shape.begin(), shape.end(), -1) > 1)
-    detail::fail<ShapeError>(op, "at most one extent may be -1, got ", shape);
-  // The product of the given extents, with -1 counting as 1: ShapeError for a negative extent or
-  // a product past 64 bits.
-  const auto inferred = std::find(shape.begin(), shape.end(), -1);
-  Shape given = shape;
-  if (inferred != shape.end()) given[inferred - shape.begin()] = 1;
-  const std::int64_t known = detail::checked_numel(given, op), n = t.numel();
-  if (inferred != shape.end()) {
-    if (known == 0 || n % known != 0)
-      detail::fail<ShapeError>(op, "cannot infer the -1 extent of ", shape, " for ", n, " elements (shape ", t.shape(), ")");
-    *inferred = n / known;
-  } else if (known != n) {
-    detail::fail<ShapeError>(op, "cannot view ", n, " elements (shape ", t.shape(), ") as shape ", shape, " (", known,
-                             " elements)");
-  }
-  std::optional<Shape> strides;
-  if (t.is_contiguous()) {
-    strides = detail::contiguous_strides(shape);
-  } else {
-    strides = detail::view_strides(t.shape(), t.strides(), shape);
-    if (!strides && may_copy) return t.contiguous().reshape(std::move(shape));  // a copy, as PyTorch
-    if (!strides)
-      detail::fail<ShapeError>(op, "the strides of this tensor (shape ", t.shape(), ", strides ", t.strides(),
-                               ") cannot express shape ", shape, " without a copy, and a view never copies; "
-                               "use reshape() (which copies here) or contiguous().view(...)");
-  }
-  Tensor out(t.storage(), std::move(shape), std::move(*strides), t.offset(), t.dtype());
-  if (detail::recording(t))
-    detail::record("kten::reshape", out, {&t}, [base = t.shape()](const Tensor& g, const detail::Needs&) {
-      return detail::Grads{g.reshape(base)};
-    });
-  return out;
-}
-}  // namespace
-
-Tensor Tensor::reshape(Shape shape) const { return reshaped(*this, std::move(shape), "reshape()", true); }
-
-Tensor Tensor::view(Shape shape) const { return reshaped(*this, std::move(shape), "view()", false); }
-
 bool Tensor::shares_storage_with(const Tensor& other) const {
   return storage() && storage() == other.storage();
-}
-
-void Tensor::set_data(const Tensor& new_data) const {
-  constexpr const char* op = "set_data()";
-  detail::check_defined(*this, op);
-  detail::check_defined(new_data, op);
-  if (impl_ == new_data.impl_) return;
-  detail::TensorImpl& self = *impl_;
-  const detail::TensorImpl& from = *new_data.impl_;
-  if (self.autograd && !is_floating(from.dtype))
-    detail::fail<DTypeError>(op, "this tensor requires grad, and only float32 and float64 tensors do, but the new data "
-                             "is ", from.dtype, "; call requires_grad_(false) first, or convert with .astype(...)");
-  // Everything that can throw (the gradient's move, the copies of the extents) before anything changes.
-  Shape shape = from.shape, strides = from.strides;
-  Tensor grad = self.autograd ? self.autograd->grad : Tensor();
-  if (grad.defined() && grad.shape() == from.shape) {
-    if (grad.device() != from.device || grad.dtype() != from.dtype)
-      grad.set_data(grad.detach().to(from.device).astype(from.dtype));
-  } else if (grad.defined()) {
-    self.autograd->grad = Tensor();  // a gradient of another shape fits no more (PyTorch would refuse it)
-  }
-  self.storage = from.storage;
-  self.device = from.device;
-  self.shape = std::move(shape);
-  self.strides = std::move(strides);
-  self.offset = from.offset;
-  self.dtype = from.dtype;
-  self.numel = from.numel;
-  self.contiguous = from.contiguous;
 }
 
 Tensor Tensor::exp() const { return kten::exp(*this); }

@@ -10,7 +10,7 @@
 //   policies.hpp         range and team policies, the serial grain
 //   launch.hpp           launch(), run(), run_reduce(), for_each_index(), data_ptr(), Region
 
-#include "backends.hpp"
+#include "core/backends.hpp"
 #include "dtypes.hpp"
 #include "emulated_access.hpp"
 #include "gpu_vendor.hpp"

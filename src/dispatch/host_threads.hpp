@@ -12,7 +12,7 @@
 #include <kten/errors.hpp>
 
 #include "core/fail.hpp"
-#include "backends.hpp"
+#include "core/backends.hpp"
 
 namespace kten::detail {
 

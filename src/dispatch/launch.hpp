@@ -16,7 +16,7 @@
 #include <kten/tensor.hpp>
 
 #include "core/checks.hpp"
-#include "backends.hpp"
+#include "core/backends.hpp"
 #include "dtypes.hpp"
 #include "emulated_access.hpp"
 #include "host_threads.hpp"

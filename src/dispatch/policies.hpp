@@ -9,7 +9,7 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "backends.hpp"
+#include "core/backends.hpp"
 #include "host_threads.hpp"
 
 namespace kten::detail {

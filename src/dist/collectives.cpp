@@ -23,9 +23,10 @@
 
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
-#include "../io/files.hpp"  // detail::Fnv1a
+#include "io/files.hpp"  // detail::Fnv1a
 #include "core/runtime_internal.hpp"
 #include "state.hpp"
+#include "ops/transfer.hpp"
 
 namespace kten::dist {
 namespace detail {

@@ -13,6 +13,7 @@
 #include "hooks.hpp"
 #include "core/fail.hpp"
 #include "core/storage.hpp"
+#include "ops/transfer.hpp"
 
 namespace kten {
 namespace {

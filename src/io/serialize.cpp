@@ -31,6 +31,7 @@
 #include "core/fail.hpp"
 #include "files.hpp"
 #include "core/storage.hpp"
+#include "ops/transfer.hpp"
 
 namespace kten::nn {
 namespace {

@@ -11,6 +11,7 @@
 #include "core/checks.hpp"
 #include "core/storage.hpp"
 #include "ops/reduce.hpp"
+#include "ops/transfer.hpp"
 
 namespace kten::nn {
 

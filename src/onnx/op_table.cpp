@@ -18,6 +18,7 @@
 #include "graph.hpp"
 #include "nn/functional.hpp"
 #include "ops/registry.hpp"
+#include "ops/transfer.hpp"
 
 namespace kten::onnx::detail {
 

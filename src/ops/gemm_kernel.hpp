@@ -28,7 +28,7 @@
 #include "core/fail.hpp"
 #include "dispatch/dispatch.hpp"
 #include "dispatch/gpu_vendor.hpp"
-#include "host_isa.hpp"
+#include "dispatch/host_isa.hpp"
 
 namespace kten::detail {
 

@@ -12,7 +12,7 @@
 
 #include "autograd/autograd.hpp"
 #include "core/checks.hpp"
-#include "core/index_errors.hpp"
+#include "dispatch/index_errors.hpp"
 #include "dispatch/dispatch.hpp"
 #include "elementwise.hpp"
 #include "indexing.hpp"

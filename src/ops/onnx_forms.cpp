@@ -10,6 +10,7 @@
 #include "core/fail.hpp"
 #include "core/storage.hpp"
 #include "ops/registry.hpp"
+#include "transfer.hpp"
 
 namespace kten::ops {
 

@@ -17,7 +17,7 @@
 #include <kten/dtype.hpp>
 #include <kten/tensor.hpp>
 
-#include "ops/op_attrs.hpp"
+#include "autograd/op_attrs.hpp"
 
 namespace kten::ops {
 

@@ -15,7 +15,7 @@
 #include <kten/tensor.hpp>
 
 #include "ops/onnx_forms.hpp"
-#include "ops/op_attrs.hpp"
+#include "autograd/op_attrs.hpp"
 
 namespace kten::ops {
 

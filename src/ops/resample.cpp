@@ -30,6 +30,7 @@
 #include "dispatch/dispatch.hpp"
 #include "grid.hpp"
 #include "registry.hpp"
+#include "transfer.hpp"
 
 namespace kten {
 namespace detail {

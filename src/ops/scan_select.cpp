@@ -13,7 +13,7 @@
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
 #include "elementwise.hpp"
-#include "core/views.hpp"
+#include "ops/views.hpp"
 #include "registry.hpp"
 
 namespace kten {

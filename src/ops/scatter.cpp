@@ -25,7 +25,7 @@
 #include "autograd/autograd.hpp"
 #include "core/checked.hpp"
 #include "core/checks.hpp"
-#include "core/index_errors.hpp"
+#include "dispatch/index_errors.hpp"
 #include "dispatch/dispatch.hpp"
 #include "elementwise.hpp"
 #include "registry.hpp"

@@ -19,6 +19,7 @@
 #include "core/fail.hpp"
 #include "ops/indexing.hpp"
 #include "core/storage.hpp"
+#include "ops/transfer.hpp"
 
 namespace kten::data {
 

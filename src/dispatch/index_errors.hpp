@@ -16,7 +16,7 @@
 #include <kten/device.hpp>
 #include <kten/tensor.hpp>
 
-#include "fail.hpp"
+#include "core/fail.hpp"
 
 namespace kten::detail {
 

@@ -10,10 +10,11 @@
 #include <kten/ops.hpp>
 #include <kten/tensor.hpp>
 
-#include "checks.hpp"
+#include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
 #include "ops/elementwise.hpp"
-#include "storage.hpp"
+#include "core/storage.hpp"
+#include "transfer.hpp"
 
 namespace kten {
 namespace detail {

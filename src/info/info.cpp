@@ -9,13 +9,13 @@
 
 #include <kten/device.hpp>
 #include <kten/info.hpp>
-#include "kokkos_compat.hpp"
+#include "core/kokkos_compat.hpp"
 
 #include "backend_glue.hpp"
 #include "dispatch/dispatch.hpp"
-#include "ops/host_isa.hpp"
+#include "dispatch/host_isa.hpp"
 #include "dist/hooks.hpp"
-#include "kokkos_lifetime.hpp"
+#include "core/kokkos_lifetime.hpp"
 
 namespace kten {
 

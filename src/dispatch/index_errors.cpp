@@ -15,7 +15,7 @@
 #include "dispatch/dispatch.hpp"
 #include "dispatch/emulated_access.hpp"
 #include "dispatch/launch.hpp"
-#include "fail.hpp"
+#include "core/fail.hpp"
 
 namespace kten::detail {
 

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Internal: stride arithmetic shared by the tensor core and its views.
+// Internal: the stride arithmetic of views (reshape's, and the ops that build views of their own).
 
 #include <optional>
 
 #include <kten/tensor.hpp>
 
 namespace kten::detail {
-
-/// \brief Row-major strides of `shape`, in elements.
-Shape contiguous_strides(const Shape& shape);
 
 /// \brief The strides that show elements laid out by (shape, strides) as `new_shape` (the same
 /// element count) without moving them, or nothing when no strides can (PyTorch's computeStride).

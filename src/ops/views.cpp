@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Views share storage and never copy: transpose, permute, narrow, select, unsqueeze, squeeze and
-// expand make a new (shape, strides, offset) over the same storage. contiguous() copies a view into
+// Views share storage and never copy: reshape and view (where the strides allow), transpose, permute,
+// narrow, select, unsqueeze, squeeze and expand make a new (shape, strides, offset) over the same storage. contiguous() copies a view into
 // row-major memory on its own device (counted in stats().contiguous_copies); cat and stack make new
 // tensors.
 #include <algorithm>
@@ -11,12 +11,12 @@
 #include <kten/ops.hpp>
 #include <kten/tensor.hpp>
 
-#include "checked.hpp"
+#include "core/checked.hpp"
 #include "autograd/autograd.hpp"
-#include "checks.hpp"
+#include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
 #include "ops/elementwise.hpp"
-#include "runtime_internal.hpp"
+#include "core/runtime_internal.hpp"
 #include "views.hpp"
 
 namespace kten {
@@ -76,6 +76,51 @@ Tensor scatter_into_zeros(const Tensor& g, const Shape& base_shape, const std::f
 }
 
 }  // namespace detail
+
+namespace {
+// reshape() and view(): the same elements in `shape`, a view where the strides allow it; otherwise
+// a contiguous copy when `may_copy` (reshape), a ShapeError when not (view).
+Tensor reshaped(const Tensor& t, Shape shape, const char* op, bool may_copy) {
+  detail::check_defined(t, op);
+  if (std::count(shape.begin(), shape.end(), -1) > 1)
+    detail::fail<ShapeError>(op, "at most one extent may be -1, got ", shape);
+  // The product of the given extents, with -1 counting as 1: ShapeError for a negative extent or
+  // a product past 64 bits.
+  const auto inferred = std::find(shape.begin(), shape.end(), -1);
+  Shape given = shape;
+  if (inferred != shape.end()) given[inferred - shape.begin()] = 1;
+  const std::int64_t known = detail::checked_numel(given, op), n = t.numel();
+  if (inferred != shape.end()) {
+    if (known == 0 || n % known != 0)
+      detail::fail<ShapeError>(op, "cannot infer the -1 extent of ", shape, " for ", n, " elements (shape ", t.shape(), ")");
+    *inferred = n / known;
+  } else if (known != n) {
+    detail::fail<ShapeError>(op, "cannot view ", n, " elements (shape ", t.shape(), ") as shape ", shape, " (", known,
+                             " elements)");
+  }
+  std::optional<Shape> strides;
+  if (t.is_contiguous()) {
+    strides = detail::contiguous_strides(shape);
+  } else {
+    strides = detail::view_strides(t.shape(), t.strides(), shape);
+    if (!strides && may_copy) return t.contiguous().reshape(std::move(shape));  // a copy, as PyTorch
+    if (!strides)
+      detail::fail<ShapeError>(op, "the strides of this tensor (shape ", t.shape(), ", strides ", t.strides(),
+                               ") cannot express shape ", shape, " without a copy, and a view never copies; "
+                               "use reshape() (which copies here) or contiguous().view(...)");
+  }
+  Tensor out(t.storage(), std::move(shape), std::move(*strides), t.offset(), t.dtype());
+  if (detail::recording(t))
+    detail::record("kten::reshape", out, {&t}, [base = t.shape()](const Tensor& g, const detail::Needs&) {
+      return detail::Grads{g.reshape(base)};
+    });
+  return out;
+}
+}  // namespace
+
+Tensor Tensor::reshape(Shape shape) const { return reshaped(*this, std::move(shape), "reshape()", true); }
+
+Tensor Tensor::view(Shape shape) const { return reshaped(*this, std::move(shape), "view()", false); }
 
 Tensor Tensor::contiguous() const {
   detail::check_defined(*this, "contiguous()");

@@ -10,39 +10,18 @@
 #include <kten/tensor.hpp>
 
 #include "autograd/autograd.hpp"
-#include "checks.hpp"
+#include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
-#include "index_errors.hpp"
+#include "dispatch/index_errors.hpp"
 #include "ops/elementwise.hpp"
-#include "runtime_internal.hpp"
-#include "storage.hpp"
+#include "core/runtime_internal.hpp"
+#include "core/storage.hpp"
+#include "transfer.hpp"
 
 namespace kten {
 namespace detail {
 
-// An implicit host synchronisation like any other: counted, and reported by the sync debug mode.
-void wait_for_pending_reader(const Storage& storage) {
-  const int gpu_index = storage.pending_reader.exchange(-1);
-  if (gpu_index < 0) return;
-  note_host_sync(gpu(gpu_index), "reusing a pinned buffer a copy may still read", /*implicit=*/true);
-  fence(gpu(gpu_index));
-}
-
-Storage::~Storage() {
-  if (cache_block) {  // device memory: reuse is ordered on its device
-    return_to_cache(*this);
-    return;
-  }
-  const int gpu_index = pending_reader.exchange(-1);
-  if (gpu_index < 0 || !Kokkos::is_initialized()) return;
-  // The DMA must finish before the pinned buffer is freed. Counted, never thrown from here.
-  note_host_sync(gpu(gpu_index), "freeing a pinned buffer a copy may still read", /*implicit=*/false);
-  fence(gpu(gpu_index));
-}
-
 void copy_bytes(const Storage& src, const Storage& dst, std::size_t bytes) { copy_bytes(src, 0, dst, 0, bytes); }
-
-std::size_t byte_offset(const Tensor& t) { return static_cast<std::size_t>(t.offset()) * dtype_size(t.dtype()); }
 
 void copy_bytes(const Storage& src, std::size_t src_offset, const Storage& dst, std::size_t dst_offset,
                 std::size_t bytes) {
@@ -201,6 +180,35 @@ void Tensor::copy_from(const Tensor& src) const {
   // destination's strides.
   const Tensor local = src.device() == device() ? src : src.copyto(device());
   detail::strided_copy("kten::copy_from", local, *this);
+}
+
+void Tensor::set_data(const Tensor& new_data) const {
+  constexpr const char* op = "set_data()";
+  detail::check_defined(*this, op);
+  detail::check_defined(new_data, op);
+  if (impl_ == new_data.impl_) return;
+  detail::TensorImpl& self = *impl_;
+  const detail::TensorImpl& from = *new_data.impl_;
+  if (self.autograd && !is_floating(from.dtype))
+    detail::fail<DTypeError>(op, "this tensor requires grad, and only float32 and float64 tensors do, but the new data "
+                             "is ", from.dtype, "; call requires_grad_(false) first, or convert with .astype(...)");
+  // Everything that can throw (the gradient's move, the copies of the extents) before anything changes.
+  Shape shape = from.shape, strides = from.strides;
+  Tensor grad = self.autograd ? self.autograd->grad : Tensor();
+  if (grad.defined() && grad.shape() == from.shape) {
+    if (grad.device() != from.device || grad.dtype() != from.dtype)
+      grad.set_data(grad.detach().to(from.device).astype(from.dtype));
+  } else if (grad.defined()) {
+    self.autograd->grad = Tensor();  // a gradient of another shape fits no more (PyTorch would refuse it)
+  }
+  self.storage = from.storage;
+  self.device = from.device;
+  self.shape = std::move(shape);
+  self.strides = std::move(strides);
+  self.offset = from.offset;
+  self.dtype = from.dtype;
+  self.numel = from.numel;
+  self.contiguous = from.contiguous;
 }
 
 Tensor Tensor::pin_memory() const {
