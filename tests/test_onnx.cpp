@@ -508,6 +508,76 @@ TEST_CASE("onnx: MaxPool, AveragePool and GlobalAveragePool compute kten's pooli
   test::require_allclose<double>(ys[3].astype(float64), values(mean(x, {2}, true)), 1e-6, 1e-6);
 }
 
+TEST_CASE("onnx: auto_pad SAME_UPPER, SAME_LOWER and VALID, and pads kten's pools do not take", "[onnx]") {
+  const Device d = test::device();
+  Builder b(17);
+  b.input("x", {-1, 1, 5});
+  b.input("p", {-1, 2, 6, 7});
+  b.floats("w", ramp(2 * 2 * 3 * 2), {2, 2, 3, 2});
+  const auto pool = [&](const char* op, const char* name, const char* auto_pad, int count_pad) {
+    auto* n = b.node(op, {"x"}, {name}, name);
+    Builder::attr(n, "kernel_shape", std::vector<std::int64_t>{2});
+    Builder::attr_s(n, "auto_pad", auto_pad);
+    if (count_pad) Builder::attr(n, "count_include_pad", 1);
+    b.output(name, {-1, 1, -1});
+  };
+  pool("AveragePool", "avg_upper", "SAME_UPPER", 0);
+  pool("AveragePool", "avg_lower", "SAME_LOWER", 0);
+  pool("AveragePool", "avg_lower_counted", "SAME_LOWER", 1);
+  pool("MaxPool", "max_lower", "SAME_LOWER", 0);
+  pool("MaxPool", "max_valid", "VALID", 0);
+  auto* uneven = b.node("AveragePool", {"x"}, {"avg_pads"}, "avg_pads");
+  Builder::attr(uneven, "kernel_shape", std::vector<std::int64_t>{3});
+  Builder::attr(uneven, "strides", std::vector<std::int64_t>{2});
+  Builder::attr(uneven, "pads", std::vector<std::int64_t>{2, 1});
+  b.output("avg_pads", {-1, 1, -1});
+  for (const char* op : {"AveragePool", "MaxPool"}) {  // pads over half the kernel, which PyTorch refuses
+    auto* wide = b.node(op, {"x"}, {op}, op);
+    Builder::attr(wide, "kernel_shape", std::vector<std::int64_t>{3});
+    Builder::attr(wide, "pads", std::vector<std::int64_t>{2, 2});
+    b.output(op, {-1, 1, -1});
+  }
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    auto* conv = b.node("Conv", {"p", "w"}, {mode}, mode);
+    Builder::attr_s(conv, "auto_pad", mode);
+    Builder::attr(conv, "strides", std::vector<std::int64_t>{2, 1});
+    b.output(mode, {-1, 2, -1, -1});
+  }
+  auto net = kten::onnx::load(b.write("kten-test-auto-pad.onnx"), d);
+  const Tensor x = tensor(std::vector<float>{1, -2, 4, 8, -16}, {1, 1, 5}, d), p = randn({2, 2, 6, 7}, d, 25);
+  const auto ys = net.run({x, p});
+  // Windows of 2, 5 outputs: the one pad at the end (UPPER) or the start (LOWER); uncounted, it
+  // leaves the lone element's value, counted it halves it; MaxPool's pad never wins.
+  test::require_allclose<double>(ys[0].astype(float64), {-0.5, 1, 6, -4, -16}, 0, 0);
+  test::require_allclose<double>(ys[1].astype(float64), {1, -0.5, 1, 6, -4}, 0, 0);
+  test::require_allclose<double>(ys[2].astype(float64), {0.5, -0.5, 1, 6, -4}, 0, 0);
+  test::require_allclose<double>(ys[3].astype(float64), {1, 1, 4, 8, 8}, 0, 0);
+  test::require_allclose<double>(ys[4].astype(float64), {1, 4, 8, 8}, 0, 0);
+  // Windows of 3, 2 apart, 2 pads before and 1 after: {p, p, 1}, {1, -2, 4}, {4, 8, -16}.
+  test::require_allclose<double>(ys[5].astype(float64), {1, 1, -4.0 / 3}, 1e-6, 1e-6);
+  test::require_allclose<double>(ys[6].astype(float64), {1, -0.5, 1, 10.0 / 3, -4.0 / 3, -4, -16}, 1e-6, 1e-6);
+  test::require_allclose<double>(ys[7].astype(float64), {1, 1, 4, 8, 8, 8, -16}, 0, 0);
+  // The 3x2 kernel, strides (2, 1) over 6x7: 3 x 7 outputs, one pad in each spatial axis, after
+  // (UPPER) or before (LOWER); kten's pad takes (W before, W after, H before, H after).
+  const Tensor w = net.state_dict()[0].second;
+  test::require_allclose<double>(ys[8].astype(float64), values(conv2d(pad(p, {0, 1, 0, 1}), w, {}, {2, 1})), 1e-5, 1e-6);
+  test::require_allclose<double>(ys[9].astype(float64), values(conv2d(pad(p, {1, 0, 1, 0}), w, {}, {2, 1})), 1e-5, 1e-6);
+  REQUIRE(ys[8].shape() == Shape{2, 2, 3, 7});
+  // SAME with ceil_mode, and uneven AveragePool pads with ceil_mode, are refused by name.
+  for (const bool same : {true, false}) {
+    Builder r(17);
+    r.input("x", {1, 1, 5});
+    auto* n = r.node(same ? "MaxPool" : "AveragePool", {"x"}, {"y"}, "refused");
+    Builder::attr(n, "kernel_shape", std::vector<std::int64_t>{2});
+    Builder::attr(n, "ceil_mode", 1);
+    if (same) Builder::attr_s(n, "auto_pad", "SAME_UPPER");
+    else Builder::attr(n, "pads", std::vector<std::int64_t>{1, 0});
+    r.output("y", {1, 1, -1});
+    require_load_fails(r.write("kten-test-refused-pads.onnx"),
+                       {"'refused'", same ? "ceil_mode 1 with auto_pad SAME_UPPER" : "pads uneven or over half"});
+  }
+}
+
 TEST_CASE("onnx: Pad's constant, reflect and edge modes are kten's pad", "[onnx]") {
   const Device d = test::device();
   Builder b(17);
@@ -684,10 +754,10 @@ TEST_CASE("onnx: grid and graph attributes kten cannot honour are FormatErrors n
     const char* message;
   };
   const Refusal refusals[] = {
-      {"Conv", "auto_pad", "SAME_UPPER", "auto_pad SAME_UPPER"},
+      {"Conv", "auto_pad", "SAME", "it must be NOTSET, VALID, SAME_UPPER or SAME_LOWER"},
+      {"ConvTranspose", "auto_pad", "SAME_UPPER", "auto_pad SAME_UPPER"},
       {"ConvTranspose", "output_shape", nullptr, "output_shape"},
       {"MaxPool", "dilations", nullptr, "a dilation of 2"},
-      {"AveragePool", "auto_pad", "VALID", "auto_pad VALID"},
       {"Pad", "mode", "wrap", "mode wrap"},
       {"Resize", "mode", "cubic", "mode cubic"},
       {"Resize", "coordinate_transformation_mode", "pytorch_half_pixel", "pytorch_half_pixel"},

@@ -347,18 +347,22 @@ namespace {
 
 using kten::detail::fail;
 
-// A convolution's window and its group count (PyTorch's groups, at least 1).
-void check_conv(const OnnxNode& n) {
-  check_window(n);
+// A convolution's group count (PyTorch's groups): at least 1.
+void check_group(const OnnxNode& n) {
   const std::int64_t group = node_int(n, "group", 1);
   if (group < 1) onnx_invalid(n, "attribute 'group' is " + std::to_string(group) + "; it must be at least 1");
+}
+
+void check_conv(const OnnxNode& n) {
+  check_window(n, /*same_allowed=*/true);
+  check_group(n);
 }
 
 std::vector<Tensor> onnx_conv(OnnxCall& c) {
   Tensor x = c.at(0);
   const Tensor& w = c.at(1);
   const int spatial = spatial_axes(c, x);
-  Window win = window_of(c, spatial, Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()));
+  Window win = window_of(c, x, Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()));
   const Tensor b = c.has(2) ? c.in[2] : Tensor();
   const std::int64_t groups = c.attr_int("group", 1);
   if (!win.symmetric()) {  // kten's convolutions pad both sides alike: uneven pads go first
@@ -375,7 +379,8 @@ std::vector<Tensor> onnx_conv(OnnxCall& c) {
 }
 
 void check_conv_transpose(const OnnxNode& n) {
-  check_conv(n);
+  check_window(n, /*same_allowed=*/false);  // SAME pads of a transposed convolution: not taken
+  check_group(n);
   const auto it = n.attributes.find("output_padding");
   if (it != n.attributes.end())
     for (std::int64_t p : it->second.ints)
@@ -389,7 +394,7 @@ std::vector<Tensor> onnx_conv_transpose(OnnxCall& c) {
   const Tensor& x = c.at(0);
   const Tensor& w = c.at(1);
   const int spatial = spatial_axes(c, x);
-  const Window win = window_of(c, spatial, Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()));
+  const Window win = window_of(c, x, Shape(w.shape().begin() + std::min(2, w.ndim()), w.shape().end()));
   const Shape output_padding = c.attr_ints("output_padding", Shape(static_cast<std::size_t>(spatial), 0));
   const Tensor b = c.has(2) ? c.in[2] : Tensor();
   const std::int64_t groups = c.attr_int("group", 1);

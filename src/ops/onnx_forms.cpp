@@ -223,13 +223,21 @@ int onnx_element_code(DType dtype) {
 // --- grids ---
 
 // The window attributes of a convolution or pooling node, checked at load before any kernel
-// divides by a stride or sizes an output with them: explicit padding only (PyTorch's exporter
-// writes pads, never auto_pad); kernel_shape, strides and dilations positive and of one length,
-// pads non-negative and twice that length, all at most kMaxWindow. Their length against the
-// input's rank is window_of's.
-void check_window(const OnnxNode& n) {
+// divides by a stride or sizes an output with them: auto_pad NOTSET (explicit pads), VALID (none)
+// or, where `same_allowed`, SAME_UPPER / SAME_LOWER (pads from the input's extents at run time,
+// window_of), never beside explicit pads; kernel_shape, strides and dilations positive and of one
+// length, pads non-negative and twice that length, all at most kMaxWindow. Their length against
+// the input's rank is window_of's.
+void check_window(const OnnxNode& n, bool same_allowed) {
   const std::string auto_pad = node_text(n, "auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET") onnx_refuse(n, "auto_pad " + auto_pad + " (only NOTSET, with explicit pads)");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (!same_allowed) onnx_refuse(n, "auto_pad " + auto_pad + " (give pads)");
+    if (node_int(n, "ceil_mode", 0) != 0) onnx_refuse(n, "ceil_mode 1 with auto_pad " + auto_pad);
+  } else if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+    onnx_invalid(n, "attribute 'auto_pad' is '" + auto_pad + "'; it must be NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+  }
+  if (auto_pad != "NOTSET" && n.attributes.count("pads"))
+    onnx_invalid(n, "attributes 'auto_pad' (" + auto_pad + ") and 'pads' are both given; ONNX allows one");
   std::size_t spatial = 0;
   for (const char* name : {"kernel_shape", "strides", "dilations", "pads"}) {
     const auto it = n.attributes.find(name);
@@ -255,7 +263,8 @@ void check_window(const OnnxNode& n) {
   }
 }
 
-Window window_of(const OnnxCall& c, int spatial, const Shape& kernel) {
+Window window_of(const OnnxCall& c, const Tensor& x, const Shape& kernel) {
+  const int spatial = x.ndim() - 2;
   Window w;
   w.kernel = c.attr_ints("kernel_shape", kernel);
   w.stride = c.attr_ints("strides", Shape(static_cast<std::size_t>(spatial), 1));
@@ -269,6 +278,18 @@ Window window_of(const OnnxCall& c, int spatial, const Shape& kernel) {
     fail<FormatError>("onnx", c.where(), ": negative pads are not supported");
   w.begin.assign(pads.begin(), pads.begin() + spatial);
   w.end.assign(pads.begin() + spatial, pads.end());
+  const std::string auto_pad = c.attr_text("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")
+    for (std::size_t i = 0; i < n; ++i) {
+      // ceil(extent / stride) outputs: the pads that make them, the odd one at the end (UPPER) or
+      // the beginning (LOWER). The attributes are at most 2^31 - 1, so no product overflows.
+      const std::int64_t extent = x.size(static_cast<int>(i) + 2);
+      const std::int64_t out = (extent + w.stride[i] - 1) / w.stride[i];
+      const std::int64_t total =
+          std::max<std::int64_t>(0, (out - 1) * w.stride[i] + (w.kernel[i] - 1) * w.dilation[i] + 1 - extent);
+      w.begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.end[i] = total - w.begin[i];
+    }
   return w;
 }
 

@@ -232,16 +232,26 @@ int onnx_element_code(DType dtype);
 /// small enough that the window arithmetic on an int64 extent cannot overflow.
 constexpr std::int64_t kMaxWindow = (std::int64_t{1} << 31) - 1;
 /// \brief Checks a convolution's or pooling node's window attributes at load (check_window's
-/// comment in onnx_forms.cpp says what).
-void check_window(const OnnxNode& n);
+/// comment in onnx_forms.cpp says what); `same_allowed`: auto_pad SAME_UPPER / SAME_LOWER are
+/// taken (pads computed from the input by window_of), else refused.
+void check_window(const OnnxNode& n, bool same_allowed);
 /// \brief The window attributes of a convolution or pooling node over its spatial axes: one value
 /// per spatial axis (pads: the begins, then the ends).
 struct Window {
   Shape kernel, stride, dilation, begin, end;
   bool symmetric() const { return begin == end; }
+  /// \brief Padding kten's pools take themselves: even, and at most half the kernel (PyTorch's
+  /// rule); other pads are padded explicitly first.
+  bool pool_pads() const {
+    for (std::size_t i = 0; i < begin.size(); ++i)
+      if (begin[i] != end[i] || 2 * begin[i] > kernel[i]) return false;
+    return true;
+  }
 };
-/// \brief The node's window over `spatial` axes, `kernel` when it names no kernel_shape.
-Window window_of(const OnnxCall& c, int spatial, const Shape& kernel);
+/// \brief The node's window over the spatial axes of `x` (its rank checked by spatial_axes),
+/// `kernel` when it names no kernel_shape; auto_pad SAME_UPPER / SAME_LOWER give the pads that
+/// make ceil(extent / stride) outputs.
+Window window_of(const OnnxCall& c, const Tensor& x, const Shape& kernel);
 /// \brief The spatial axes of a channels-first input: 1 to 3, as kten's grid ops take.
 int spatial_axes(const OnnxCall& c, const Tensor& x);
 /// \brief kten::pad's order, (before, after) pairs from the last axis backwards.

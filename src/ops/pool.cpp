@@ -456,7 +456,7 @@ namespace {
 using kten::detail::fail;
 
 void check_max_pool(const OnnxNode& n) {
-  check_window(n);
+  check_window(n, /*same_allowed=*/true);
   if (node_int(n, "storage_order", 0) != 0) onnx_refuse(n, "storage_order 1");
   if (n.outputs.size() > 1 && n.outputs[1] >= 0) onnx_refuse(n, "the Indices output");
   const auto it = n.attributes.find("dilations");
@@ -468,7 +468,7 @@ void check_max_pool(const OnnxNode& n) {
 std::vector<Tensor> onnx_max_pool(OnnxCall& c) {
   Tensor x = c.at(0);
   const int spatial = spatial_axes(c, x);
-  Window win = window_of(c, spatial, {});
+  Window win = window_of(c, x, {});
   if (c.attr_int("ceil_mode", 0) != 0)
     for (int i = 0; i < spatial; ++i) {
       // The last window may run past the end, as long as it starts inside the input or its left pad.
@@ -477,7 +477,7 @@ std::vector<Tensor> onnx_max_pool(OnnxCall& c) {
       if ((out - 1) * win.stride[i] >= x.size(i + 2) + win.begin[i]) --out;
       win.end[i] += std::max<std::int64_t>(0, (out - 1) * win.stride[i] + win.kernel[i] - span);
     }
-  if (!win.symmetric()) {  // -inf never wins a window
+  if (!win.pool_pads()) {  // -inf never wins a window
     x = pad(x, torch_pads(win.begin, win.end), nn::PaddingMode::zeros,
             -std::numeric_limits<double>::infinity());
     win.begin.assign(win.begin.size(), 0);
@@ -488,28 +488,46 @@ std::vector<Tensor> onnx_max_pool(OnnxCall& c) {
 }
 
 void check_average_pool(const OnnxNode& n) {
-  check_window(n);
+  check_window(n, /*same_allowed=*/true);
   const auto dilations = n.attributes.find("dilations");  // an attribute from opset 19
   if (dilations != n.attributes.end())
     for (std::int64_t d : dilations->second.ints)
       if (d != 1) onnx_refuse(n, "a dilation of " + std::to_string(d));
-  const auto it = n.attributes.find("pads");
-  if (it != n.attributes.end()) {
-    const std::vector<std::int64_t>& p = it->second.ints;
-    if (!std::equal(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(p.size() / 2),
-                    p.begin() + static_cast<std::ptrdiff_t>(p.size() / 2)))
-      onnx_refuse(n, "uneven pads (a begin differing from its end)");
+  // Pads the pool cannot take are padded first, and then which ceil_mode windows count the end pad
+  // would differ.
+  const auto pads = n.attributes.find("pads"), kernel = n.attributes.find("kernel_shape");
+  if (pads != n.attributes.end() && kernel != n.attributes.end() && node_int(n, "ceil_mode", 0) != 0) {
+    const std::vector<std::int64_t>& p = pads->second.ints;
+    const std::vector<std::int64_t>& k = kernel->second.ints;
+    for (std::size_t i = 0; i < p.size() / 2 && i < k.size(); ++i)
+      if (p[i] != p[i + p.size() / 2] || 2 * p[i] > k[i])
+        onnx_refuse(n, "pads uneven or over half the kernel (" + std::to_string(p[i]) + " and " +
+                           std::to_string(p[i + p.size() / 2]) + " for a kernel of " + std::to_string(k[i]) +
+                           ") with ceil_mode 1");
   }
 }
 
 std::vector<Tensor> onnx_average_pool(OnnxCall& c) {
   const Tensor& x = c.at(0);
   const int spatial = spatial_axes(c, x);
-  const Window win = window_of(c, spatial, {});
+  const Window win = window_of(c, x, {});
   const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0, count_pad = c.attr_int("count_include_pad", 0) != 0;
   using Pool = Tensor (*)(const Tensor&, const Shape&, const Shape&, const Shape&, bool, bool);
   const Pool by_rank[3] = {avg_pool1d, avg_pool2d, avg_pool3d};
-  return {by_rank[spatial - 1](x, win.kernel, win.stride, win.begin, ceil_mode, count_pad)};
+  if (win.pool_pads())
+    return {by_rank[spatial - 1](x, win.kernel, win.stride, win.begin, ceil_mode, count_pad)};
+  // Pads kten's pools do not take (uneven, from auto_pad SAME_* too, or over half the kernel): the zeros padded
+  // first and counted, then, unless ONNX counts them, each mean rescaled by the window's share of
+  // real elements (the same pool over ones).
+  const Shape pads = torch_pads(win.begin, win.end), none(win.begin.size(), 0);
+  const Tensor sums = by_rank[spatial - 1](pad(x, pads), win.kernel, win.stride, none, ceil_mode, true);
+  if (count_pad) return {sums};
+  Shape one_plane(x.shape());
+  one_plane[0] = one_plane[1] = 1;
+  const Tensor share =
+      by_rank[spatial - 1](pad(ones(one_plane, x.device(), x.dtype()), pads), win.kernel, win.stride, none,
+                           ceil_mode, true);
+  return {sums / share};
 }
 
 std::vector<Tensor> onnx_global_average_pool(OnnxCall& c) {

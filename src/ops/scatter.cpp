@@ -751,7 +751,8 @@ using kten::detail::fail;
 
 void check_scatter_elements(const OnnxNode& n) {
   const std::string reduction = node_text(n, "reduction", "none");
-  if (reduction != "none" && reduction != "add") onnx_refuse(n, "reduction " + reduction + " (none, add)");
+  if (reduction != "none" && reduction != "add" && reduction != "max" && reduction != "min")
+    onnx_refuse(n, "reduction " + reduction + " (none, add, max, min)");
 }
 
 std::vector<Tensor> scatter_elements(OnnxCall& c) {
@@ -759,7 +760,10 @@ std::vector<Tensor> scatter_elements(OnnxCall& c) {
   const Tensor& index = c.at(1);
   const Tensor& src = c.at(2);
   const int axis = onnx_axis(c, c.attr_int("axis", 0), x.ndim());
-  if (node_text(c.node, "reduction", "none") == "add") return {scatter_add(x, axis, index, src)};
+  const std::string reduction = node_text(c.node, "reduction", "none");
+  if (reduction == "add") return {scatter_add(x, axis, index, src)};
+  // max and min (opset 18) reduce into x's own elements: torch's amax / amin with include_self.
+  if (reduction != "none") return {scatter_reduce(x, axis, index, src, reduction == "max" ? "amax" : "amin", true)};
   // Replacement (ONNX leaves repeated indices undefined): the scattered sources where any lands,
   // x elsewhere; gradients reach x's kept elements and the sources.
   const Tensor zero = zeros(x.shape(), x.device(), x.dtype());
