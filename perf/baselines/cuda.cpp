@@ -10,9 +10,8 @@
 
 namespace kten::perf {
 
-namespace {
-const LoadedBlas<cudaStream_t>& cublas() {
-  static const LoadedBlas<cudaStream_t> lib = [] {
+const LoadedBlas& vendor_blas() {
+  static const LoadedBlas lib = [] {
     auto blas = load_blas(BlasNames{{"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"},
                                     "cublasCreate_v2", "cublasSetStream_v2", "cublasSgemm_v2", "cublasDgemm_v2",
                                     /*CUBLAS_OP_N=*/0,
@@ -25,23 +24,8 @@ const LoadedBlas<cudaStream_t>& cublas() {
   }();
   return lib;
 }
-}  // namespace
 
 const char* gpu_blas_name() { return "cuBLAS"; }
-
-bool gpu_blas_available(std::string* why) {
-  if (!cublas().handle && why) *why = cublas().error;
-  return cublas().handle != nullptr;
-}
-
-template <>
-void gpu_blas_gemm<float>(const float* A, const float* B, float* C, long m, long n, long k) {
-  cublas().gemm(A, B, C, m, n, k);
-}
-template <>
-void gpu_blas_gemm<double>(const double* A, const double* B, double* C, long m, long n, long k) {
-  cublas().gemm(A, B, C, m, n, k);
-}
 
 namespace {
 __global__ void empty_kernel() {}
@@ -56,16 +40,11 @@ double raw_launch_seconds(int repetitions) {
 }
 
 double raw_pinned_h2d_seconds(std::size_t bytes, int repetitions) {
-  void *host = nullptr, *device = nullptr;
-  if (cudaMallocHost(&host, bytes) != cudaSuccess) return 0;
-  if (cudaMalloc(&device, bytes) != cudaSuccess) {
-    cudaFreeHost(host);
-    return 0;
-  }
-  const double s = seconds_per(repetitions, [&] { cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice); });
-  cudaFree(device);
-  cudaFreeHost(host);
-  return s;
+  return pinned_h2d_seconds(
+      bytes, repetitions, [](void** p, std::size_t n) { return cudaMallocHost(p, n) == cudaSuccess; },
+      [](void** p, std::size_t n) { return cudaMalloc(p, n) == cudaSuccess; },
+      [](void* device, const void* host, std::size_t n) { cudaMemcpy(device, host, n, cudaMemcpyHostToDevice); },
+      [](void* p) { cudaFreeHost(p); }, [](void* p) { cudaFree(p); });
 }
 
 }  // namespace kten::perf

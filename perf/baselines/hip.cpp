@@ -18,11 +18,12 @@ namespace kten::perf {
 
 namespace {
 hipStream_t kokkos_stream() { return kten::detail::kokkos_hip::HIP().hip_stream(); }
+}  // namespace
 
 // rocBLAS' C API as its rocblas.h declares it (handles are pointers, enums and rocblas_int are
 // 32-bit ints): rocblas_operation_none is 111.
-const LoadedBlas<hipStream_t>& rocblas() {
-  static const LoadedBlas<hipStream_t> lib =
+const LoadedBlas& vendor_blas() {
+  static const LoadedBlas lib =
       load_blas(BlasNames{{"librocblas.so", "librocblas.so.4", "librocblas.so.3", "librocblas.so.0"},
                           "rocblas_create_handle", "rocblas_set_stream", "rocblas_sgemm", "rocblas_dgemm",
                           /*rocblas_operation_none=*/111,
@@ -31,23 +32,8 @@ const LoadedBlas<hipStream_t>& rocblas() {
                 kokkos_stream());
   return lib;
 }
-}  // namespace
 
 const char* gpu_blas_name() { return "rocBLAS"; }
-
-bool gpu_blas_available(std::string* why) {
-  if (!rocblas().handle && why) *why = rocblas().error;
-  return rocblas().handle != nullptr;
-}
-
-template <>
-void gpu_blas_gemm<float>(const float* A, const float* B, float* C, long m, long n, long k) {
-  rocblas().gemm(A, B, C, m, n, k);
-}
-template <>
-void gpu_blas_gemm<double>(const double* A, const double* B, double* C, long m, long n, long k) {
-  rocblas().gemm(A, B, C, m, n, k);
-}
 
 namespace {
 __global__ void empty_kernel() {}
@@ -62,16 +48,12 @@ double raw_launch_seconds(int repetitions) {
 }
 
 double raw_pinned_h2d_seconds(std::size_t bytes, int repetitions) {
-  void *host = nullptr, *device = nullptr;
-  if (hipHostMalloc(&host, bytes, hipHostMallocDefault) != hipSuccess) return 0;
-  if (hipMalloc(&device, bytes) != hipSuccess) {
-    (void)hipHostFree(host);
-    return 0;
-  }
-  const double s = seconds_per(repetitions, [&] { (void)hipMemcpy(device, host, bytes, hipMemcpyHostToDevice); });
-  (void)hipFree(device);
-  (void)hipHostFree(host);
-  return s;
+  return pinned_h2d_seconds(
+      bytes, repetitions,
+      [](void** p, std::size_t n) { return hipHostMalloc(p, n, hipHostMallocDefault) == hipSuccess; },
+      [](void** p, std::size_t n) { return hipMalloc(p, n) == hipSuccess; },
+      [](void* device, const void* host, std::size_t n) { (void)hipMemcpy(device, host, n, hipMemcpyHostToDevice); },
+      [](void* p) { (void)hipHostFree(p); }, [](void* p) { (void)hipFree(p); });
 }
 
 }  // namespace kten::perf

@@ -3,7 +3,7 @@
 // Vendor baselines for the perf suite only (kten's kernels never use them): the GPU vendor's BLAS
 // (cuBLAS, rocBLAS), opened at run time so a build made with one toolkit release runs against the
 // library of another, a raw kernel launch, and a copy from pinned memory. One file per GPU backend
-// (perf/baselines/<backend>.cpp: cuda, hip, none).
+// (perf/baselines/<backend>.cpp: cuda, hip, none), the GPU ones sharing gpu_blas.cpp.
 
 #include <cstddef>
 #include <string>

@@ -41,37 +41,15 @@ struct LayerNormRow {
     const T* xr = x + r * n;
     T* yr = y + r * n;
     const T count = static_cast<T>(n);
-    const T mean = row_sum<T>(row, n, [&](std::int64_t k) { return xr[k]; }) / count;
-    const T c = row_sum<T>(row, n, [&](std::int64_t k) { return xr[k] - mean; }) / count;
-    const T var = row_sum<T>(row, n, [&](std::int64_t k) {
-      const T centred = (xr[k] - mean) - c;
-      return centred * centred;
-    }) / count;
-    const T rstd = T(1) / math::sqrt(var + eps);
-    row.for_each(n, [&](std::int64_t k) { yr[k] = ((xr[k] - mean) - c) * rstd * w[k] + b[k]; });
+    const Moments<T> m = corrected_moments(xr, count, [&](const auto& f) { return row_sum<T>(row, n, f); });
+    const Centring<T> centring{m.mean, m.c, T(1) / math::sqrt(m.m2 / count + eps)};
+    row.for_each(n, [&](std::int64_t k) { yr[k] = centring.xhat(xr[k]) * w[k] + b[k]; });
     row.once([&]() {
-      row_mean[r] = mean;
-      row_c[r] = c;
-      row_rstd[r] = rstd;
+      row_mean[r] = centring.mean;
+      row_c[r] = centring.c;
+      row_rstd[r] = centring.rstd;
     });
   }
-};
-
-/// \brief One row's centring: xhat = ((x - mean) - c) * rstd.
-template <class T>
-struct Centring {
-  T mean, c, rstd;
-  KOKKOS_INLINE_FUNCTION T xhat(T x) const { return ((x - mean) - c) * rstd; }
-};
-
-/// \brief The forward's per-row statistics. A kernel copies a row's into registers (of()) before
-/// its loops: read through the pointers, every store to the output might have changed them.
-template <class T>
-struct RowStatistics {
-  const T* mean;
-  const T* c;
-  const T* rstd;
-  KOKKOS_INLINE_FUNCTION Centring<T> of(std::int64_t r) const { return {mean[r], c[r], rstd[r]}; }
 };
 
 /// \brief dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) along a row, with gw = g * w.
@@ -92,9 +70,7 @@ struct LayerNormGradRow {
     const T count = static_cast<T>(n);
     const T mean_gw = row_sum<T>(row, n, [&](std::int64_t k) { return gr[k] * w[k]; }) / count;
     const T mean_gw_xhat = row_sum<T>(row, n, [&](std::int64_t k) { return gr[k] * w[k] * centring.xhat(xr[k]); }) / count;
-    row.for_each(n, [&](std::int64_t k) {
-      dr[k] = centring.rstd * (gr[k] * w[k] - mean_gw - centring.xhat(xr[k]) * mean_gw_xhat);
-    });
+    row.for_each(n, [&](std::int64_t k) { dr[k] = centring.grad(xr[k], gr[k] * w[k], mean_gw, mean_gw_xhat); });
   }
 };
 

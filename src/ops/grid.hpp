@@ -66,6 +66,42 @@ struct GridWalk {
   }
 };
 
+/// \brief A forward grid kernel's walk over its index i's outputs (GridWalk over the output grid
+/// g.out): place(a, o) places output position o along axis a (axes 0 and 1 once, axis 2 for each
+/// output), then write(o, plane) computes output o (flat) from the input plane at offset `plane`.
+template <bool Rows, class Grid, class Place, class Write>
+KOKKOS_INLINE_FUNCTION void walk_outputs(const Grid& g, std::int64_t i, const Place& place, const Write& write) {
+  std::int64_t first, p, c[3], count;
+  GridWalk<Rows>::start(i, g.out, first, p, c, count);
+  place(0, c[0]);
+  place(1, c[1]);
+  const std::int64_t plane = g.x.plane(p);
+  for (std::int64_t k = 0; k < count; ++k) {
+    place(2, c[2] + k);
+    write(first + k, plane);
+  }
+}
+
+/// \brief A gradient grid kernel's gather over its index i's input elements (gx contiguous,
+/// GridWalk over the input grid g.x.extent): gx[element] = gather(p, c, first, last), with p the
+/// element's plane, c its position, and the outputs [first, last) along each axis those that read
+/// it (g.axis[a].readers, stepped along a row by next_readers on the host).
+template <bool Rows, class Grid, class T, class Gather>
+KOKKOS_INLINE_FUNCTION void gather_inputs(const Grid& g, std::int64_t i, T* gx, const Gather& gather) {
+  std::int64_t first_i, p, c[3], count, first[3], last[3];
+  GridWalk<Rows>::start(i, g.x.extent, first_i, p, c, count);
+  g.axis[0].readers(c[0], first[0], last[0]);
+  g.axis[1].readers(c[1], first[1], last[1]);
+  first[2] = last[2] = 0;
+  const std::int64_t c2 = c[2];
+  for (std::int64_t k = 0; k < count; ++k) {
+    c[2] = c2 + k;
+    if constexpr (Rows) g.axis[2].next_readers(c[2], first[2], last[2]);  // the row starts at c[2] = 0
+    else g.axis[2].readers(c[2], first[2], last[2]);
+    gx[first_i + k] = gather(p, c, first, last);
+  }
+}
+
 /// \brief x's planes and grid for an op over its last `spatial` axes (1 to 3). ShapeError naming
 /// `op` unless x has rank spatial + 2 (batched) or, where `unbatched` allows, spatial + 1.
 GridPlanes grid_planes(const char* op, const Tensor& x, int spatial, bool unbatched);

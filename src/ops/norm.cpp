@@ -47,6 +47,8 @@ struct NormSets {
   KOKKOS_INLINE_FUNCTION std::int64_t count() const { return blocks * len; }
   /// \brief A whole set as one piece.
   KOKKOS_INLINE_FUNCTION NormPiece whole() const { return {0, blocks, 0, len}; }
+  /// \brief Block a of a set as one piece.
+  KOKKOS_INLINE_FUNCTION NormPiece block(std::int64_t a) const { return {a, a + 1, 0, len}; }
   /// \brief The set element e belongs to: batch norm's layout is (blocks, sets, len), group norm's
   /// (sets, blocks, len).
   KOKKOS_INLINE_FUNCTION std::int64_t set_of(std::int64_t e) const { return step == 0 ? (e / len) % sets : e / (blocks * len); }
@@ -102,23 +104,27 @@ KOKKOS_INLINE_FUNCTION T piece_sum(const Row& row, const NormSets& l, std::int64
   return total;
 }
 
-/// \brief A piece's mean, LayerNorm's correction c (the mean of x - mean, which takes the first
-/// mean's rounding off again) and sum of squared deviations from mean + c.
-template <class T>
-struct Moments {
-  T mean, c, m2;
-};
+/// \brief A piece's moments (rows.hpp's corrected two-pass algorithm, LayerNorm's).
 template <class T, class Row>
 KOKKOS_INLINE_FUNCTION Moments<T> moments(const Row& row, const NormSets& l, std::int64_t s, const NormPiece& p, const T* x) {
-  const T count = static_cast<T>(p.count());
-  const T mean = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return x[e]; }) / count;
-  const T c = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return x[e] - mean; }) / count;
-  const T m2 = piece_sum<T>(row, l, s, p, [&](std::int64_t e) {
-    const T centred = (x[e] - mean) - c;
-    return centred * centred;
-  });
-  return {mean, c, m2};
+  return corrected_moments(x, static_cast<T>(p.count()), [&](const auto& f) { return piece_sum<T>(row, l, s, p, f); });
 }
+
+/// \brief Where the forward keeps each set's statistics (SetStats): mean + c is the set's mean,
+/// var its biased variance.
+template <class T>
+struct SetStatsOut {
+  T* mean;
+  T* c;
+  T* var;
+  T* rstd;
+  KOKKOS_INLINE_FUNCTION void write(std::int64_t s, const Centring<T>& st, T v) const {
+    mean[s] = st.mean;
+    c[s] = st.c;
+    var[s] = v;
+    rstd[s] = st.rstd;
+  }
+};
 
 /// \brief Each piece's mean and sum of squared deviations (M2), by the corrected two-pass
 /// algorithm within the piece; row r is piece r % per_set of set r / per_set.
@@ -145,10 +151,7 @@ template <class T>
 struct CombineMoments {
   const T* piece_mean;
   const T* piece_m2;
-  T* set_mean;
-  T* set_c;
-  T* set_var;
-  T* set_rstd;
+  SetStatsOut<T> out;
   NormSets l;
   NormPieces pc;
   T eps;
@@ -162,10 +165,7 @@ struct CombineMoments {
       n = total;
     }
     const T var = m2 / n;
-    set_mean[s] = mean;
-    set_c[s] = T(0);
-    set_var[s] = var;
-    set_rstd[s] = T(1) / math::sqrt(var + eps);
+    out.write(s, {mean, T(0), T(1) / math::sqrt(var + eps)}, var);
   }
 };
 
@@ -176,13 +176,37 @@ struct NormApply {
   const T* w;
   const T* b;
   T* y;
-  const T* set_mean;
-  const T* set_c;
-  const T* set_rstd;
+  RowStatistics<T> stats;
   NormSets l;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
     const std::int64_t s = l.set_of(e), ch = l.channel(s, l.block_of(e));
-    y[e] = ((x[e] - set_mean[s]) - set_c[s]) * (set_rstd[s] * w[ch]) + b[ch];
+    const Centring<T> st = stats.of(s);
+    y[e] = st.centred(x[e]) * (st.rstd * w[ch]) + b[ch];
+  }
+};
+
+/// \brief A piece's sums of g and of g * xhat: the parameters' gradients (bias, weight) over it.
+template <class T>
+struct GradSums {
+  T g, g_xhat;
+};
+template <class T, class Row>
+KOKKOS_INLINE_FUNCTION GradSums<T> grad_sums(const Row& row, const NormSets& l, std::int64_t s, const NormPiece& p, const T* x,
+                                             const T* g, const Centring<T>& st) {
+  const T sum_g = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return g[e]; });
+  return {sum_g, piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return g[e] * st.xhat(x[e]); })};
+}
+
+/// \brief Where a kernel stores GradSums: the pieces' sums, or the parameters' partial gradients
+/// (partial_b takes g, partial_w g xhat; per set for batch norm, a set being a channel, per block,
+/// a channel of one sample, for group norm).
+template <class T>
+struct GradSumsOut {
+  T* g;
+  T* g_xhat;
+  KOKKOS_INLINE_FUNCTION void write(std::int64_t i, const GradSums<T>& sums) const {
+    g[i] = sums.g;
+    g_xhat[i] = sums.g_xhat;
   }
 };
 
@@ -191,24 +215,15 @@ template <class T>
 struct PieceGradSums {
   const T* x;
   const T* g;
-  const T* set_mean;
-  const T* set_c;
-  const T* set_rstd;
-  T* piece_g;
-  T* piece_g_xhat;
+  RowStatistics<T> stats;
+  GradSumsOut<T> out;
   NormSets l;
   NormPieces pc;
   template <class Row>
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
     const std::int64_t s = r / pc.per_set;
-    const NormPiece p = pc.piece(l, r % pc.per_set);
-    const T mean = set_mean[s], c = set_c[s], rstd = set_rstd[s];
-    const T sum_g = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return g[e]; });
-    const T sum_g_xhat = piece_sum<T>(row, l, s, p, [&](std::int64_t e) { return g[e] * (((x[e] - mean) - c) * rstd); });
-    row.once([&]() {
-      piece_g[r] = sum_g;
-      piece_g_xhat[r] = sum_g_xhat;
-    });
+    const GradSums<T> sums = grad_sums(row, l, s, pc.piece(l, r % pc.per_set), x, g, stats.of(s));
+    row.once([&]() { out.write(r, sums); });
   }
 };
 
@@ -222,31 +237,25 @@ struct CombineGradSums {
   const T* w;
   T* mean_gw;
   T* mean_gw_xhat;
-  T* partial_w;
-  T* partial_b;
+  GradSumsOut<T> partials;
   NormSets l;
   NormPieces pc;
   bool params;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s) const {
-    T sum_gw = T(0), sum_gw_xhat = T(0), block_g = T(0), block_g_xhat = T(0);
+    T sum_gw = T(0), sum_gw_xhat = T(0);
+    GradSums<T> block{T(0), T(0)};
     for (std::int64_t q = 0; q < pc.per_set; ++q) {
       const std::int64_t a = pc.piece(l, q).a0;
       const T wc = w[l.channel(s, a)], pg = piece_g[s * pc.per_set + q], pgx = piece_g_xhat[s * pc.per_set + q];
       sum_gw += wc * pg;
       sum_gw_xhat += wc * pgx;
-      block_g += pg;
-      block_g_xhat += pgx;
+      block.g += pg;
+      block.g_xhat += pgx;
       const bool block_ends = l.step != 0 && (q + 1) % pc.per_block == 0;
-      if (params && block_ends) {
-        partial_w[s * l.blocks + a] = block_g_xhat;
-        partial_b[s * l.blocks + a] = block_g;
-      }
-      if (block_ends) block_g = block_g_xhat = T(0);
+      if (params && block_ends) partials.write(s * l.blocks + a, block);
+      if (block_ends) block = {T(0), T(0)};
     }
-    if (params && l.step == 0) {
-      partial_w[s] = block_g_xhat;
-      partial_b[s] = block_g;
-    }
+    if (params && l.step == 0) partials.write(s, block);
     const T count = static_cast<T>(l.count());
     mean_gw[s] = sum_gw / count;
     mean_gw_xhat[s] = sum_gw_xhat / count;
@@ -259,17 +268,14 @@ struct NormGradApply {
   const T* x;
   const T* g;
   const T* w;
-  const T* set_mean;
-  const T* set_c;
-  const T* set_rstd;
+  RowStatistics<T> stats;
   const T* mean_gw;
   const T* mean_gw_xhat;
   T* dx;
   NormSets l;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
     const std::int64_t s = l.set_of(e), ch = l.channel(s, l.block_of(e));
-    const T rstd = set_rstd[s], xhat = ((x[e] - set_mean[s]) - set_c[s]) * rstd;
-    dx[e] = rstd * (g[e] * w[ch] - mean_gw[s] - xhat * mean_gw_xhat[s]);
+    dx[e] = stats.of(s).grad(x[e], g[e] * w[ch], mean_gw[s], mean_gw_xhat[s]);
   }
 };
 
@@ -297,75 +303,53 @@ struct NormForward {
   const T* w;
   const T* b;
   T* y;
-  T* set_mean;
-  T* set_c;
-  T* set_var;
-  T* set_rstd;
+  SetStatsOut<T> out;
   NormSets l;
   T eps;
   template <class Row>
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s, const Row& row) const {
     const Moments<T> m = moments(row, l, s, l.whole(), x);
-    const T mean = m.mean, c = m.c, var = m.m2 / static_cast<T>(l.count());
-    const T rstd = T(1) / math::sqrt(var + eps);
+    const T var = m.m2 / static_cast<T>(l.count());
+    const Centring<T> st{m.mean, m.c, T(1) / math::sqrt(var + eps)};
     set_for_each(row, l, s, [&](std::int64_t a) {
       const std::int64_t ch = l.channel(s, a);
-      const T scale = rstd * w[ch], shift = b[ch];
-      return [x = x, y = y, mean, c, scale, shift](std::int64_t e) { y[e] = ((x[e] - mean) - c) * scale + shift; };
+      const T scale = st.rstd * w[ch], shift = b[ch];
+      return [x = x, y = y, st, scale, shift](std::int64_t e) { y[e] = st.centred(x[e]) * scale + shift; };
     });
-    row.once([&]() {
-      set_mean[s] = mean;
-      set_c[s] = c;
-      set_var[s] = var;
-      set_rstd[s] = rstd;
-    });
+    row.once([&]() { out.write(s, st, var); });
   }
 };
 
 /// \brief dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) over each set, gw = g * w, xhat =
 /// ((x - mean) - c) * rstd as the forward centred it. The sums of g and g * xhat it folds are also
-/// the parameters' gradients: per set for batch norm (a set is a channel), per block (a channel of
-/// one sample) for group norm, written to `partial_w` and `partial_b` when `params`.
+/// the parameters' gradients, written to `partials` when `params`.
 template <class T>
 struct NormBackward {
   const T* x;
   const T* g;
   const T* w;
-  const T* set_mean;
-  const T* set_c;
-  const T* set_rstd;
+  RowStatistics<T> stats;
   T* dx;
-  T* partial_w;  // (sets) for step 0, (sets, blocks) for step 1
-  T* partial_b;
+  GradSumsOut<T> partials;
   NormSets l;
   bool want_dx, params;
   template <class Row>
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s, const Row& row) const {
-    const T mean = set_mean[s], c = set_c[s], rstd = set_rstd[s];
-    const auto xhat = [=](T v) { return ((v - mean) - c) * rstd; };
+    const Centring<T> st = stats.of(s);
     T sum_gw = T(0), sum_gw_xhat = T(0);
     if (l.step == 0) {
-      const T sum_g = piece_sum<T>(row, l, s, l.whole(), [&](std::int64_t e) { return g[e]; });
-      const T sum_g_xhat = piece_sum<T>(row, l, s, l.whole(), [&](std::int64_t e) { return g[e] * xhat(x[e]); });
+      const GradSums<T> sums = grad_sums(row, l, s, l.whole(), x, g, st);
       const T wc = w[l.channel(s, 0)];
-      sum_gw = wc * sum_g;
-      sum_gw_xhat = wc * sum_g_xhat;
-      if (params) row.once([&]() {
-        partial_w[s] = sum_g_xhat;
-        partial_b[s] = sum_g;
-      });
+      sum_gw = wc * sums.g;
+      sum_gw_xhat = wc * sums.g_xhat;
+      if (params) row.once([&]() { partials.write(s, sums); });
     } else {
       for (std::int64_t a = 0; a < l.blocks; ++a) {
-        const std::int64_t e0 = l.start(s, a);
-        const T block_g = row_sum<T>(row, l.len, [&](std::int64_t k) { return g[e0 + k]; });
-        const T block_g_xhat = row_sum<T>(row, l.len, [&](std::int64_t k) { return g[e0 + k] * xhat(x[e0 + k]); });
+        const GradSums<T> sums = grad_sums(row, l, s, l.block(a), x, g, st);
         const T wc = w[l.channel(s, a)];
-        sum_gw += wc * block_g;
-        sum_gw_xhat += wc * block_g_xhat;
-        if (params) row.once([&]() {
-          partial_w[s * l.blocks + a] = block_g_xhat;
-          partial_b[s * l.blocks + a] = block_g;
-        });
+        sum_gw += wc * sums.g;
+        sum_gw_xhat += wc * sums.g_xhat;
+        if (params) row.once([&]() { partials.write(s * l.blocks + a, sums); });
       }
     }
     if (!want_dx) return;
@@ -373,8 +357,8 @@ struct NormBackward {
     const T mean_gw = sum_gw / count, mean_gw_xhat = sum_gw_xhat / count;
     set_for_each(row, l, s, [&](std::int64_t a) {
       const T wc = w[l.channel(s, a)];
-      return [x = x, g = g, dx = dx, rstd, wc, mean_gw, mean_gw_xhat, xhat](std::int64_t e) {
-        dx[e] = rstd * (g[e] * wc - mean_gw - xhat(x[e]) * mean_gw_xhat);
+      return [x = x, g = g, dx = dx, st, wc, mean_gw, mean_gw_xhat](std::int64_t e) {
+        dx[e] = st.grad(x[e], g[e] * wc, mean_gw, mean_gw_xhat);
       };
     });
   }
@@ -409,13 +393,12 @@ std::pair<Tensor, SetStats> normalise(const char* op, const char* grad_op, const
   launch(op, [&](const auto& backend, auto* px, auto* pw, auto* pb, auto* py, auto* pmean, auto* pcorr, auto* pvar, auto* prstd,
                  auto* pmoments) {
     using T = std::remove_pointer_t<decltype(px)>;
+    const SetStatsOut<T> out{pmean, pcorr, pvar, prstd};
     if (!split)
-      return for_each_row(op, backend, RowLayout{l.sets, l.count(), 1},
-                          NormForward<T>{px, pw, pb, py, pmean, pcorr, pvar, prstd, l, static_cast<T>(eps)});
+      return for_each_row(op, backend, RowLayout{l.sets, l.count(), 1}, NormForward<T>{px, pw, pb, py, out, l, static_cast<T>(eps)});
     for_each_row(op, backend, RowLayout{pieces, kNormPiece, 1}, PieceMoments<T>{px, pmoments, pmoments + pieces, l, pc});
-    for_each_index(op, backend, l.sets,
-                   CombineMoments<T>{pmoments, pmoments + pieces, pmean, pcorr, pvar, prstd, l, pc, static_cast<T>(eps)});
-    for_each_index(op, backend, x.numel(), NormApply<T>{px, pw, pb, py, pmean, pcorr, prstd, l});
+    for_each_index(op, backend, l.sets, CombineMoments<T>{pmoments, pmoments + pieces, out, l, pc, static_cast<T>(eps)});
+    for_each_index(op, backend, x.numel(), NormApply<T>{px, pw, pb, py, {pmean, pcorr, prstd}, l});
   }, x, w, b, y, st.mean, st.c, st.var, st.rstd, moments);
   if (recording(x_in, weight, bias))
     record(op, y, {&x_in, &weight, &bias}, [x = saved(x), w, st, l, n, channels, grad_op, split, pc, pieces](const Tensor& g_in,
@@ -431,16 +414,17 @@ std::pair<Tensor, SetStats> normalise(const char* op, const char* grad_op, const
       launch(grad_op, [&](const auto& backend, auto* px, auto* pg, auto* pw, auto* pmean, auto* pcorr, auto* prstd, auto* pdx,
                           auto* ppw, auto* ppb, auto* psums) {
         using T = std::remove_pointer_t<decltype(px)>;
+        const RowStatistics<T> stats{pmean, pcorr, prstd};
+        const GradSumsOut<T> partials{ppb, ppw};
         if (!split)
           return for_each_row(grad_op, backend, RowLayout{l.sets, l.count(), 1},
-                              NormBackward<T>{px, pg, pw, pmean, pcorr, prstd, pdx, ppw, ppb, l, needs[0], params});
+                              NormBackward<T>{px, pg, pw, stats, pdx, partials, l, needs[0], params});
         T* const mean_gw = psums + 2 * pieces;
-        for_each_row(grad_op, backend, RowLayout{pieces, kNormPiece, 1},
-                     PieceGradSums<T>{px, pg, pmean, pcorr, prstd, psums, psums + pieces, l, pc});
+        for_each_row(grad_op, backend, RowLayout{pieces, kNormPiece, 1}, PieceGradSums<T>{px, pg, stats, {psums, psums + pieces}, l, pc});
         for_each_index(grad_op, backend, l.sets,
-                       CombineGradSums<T>{psums, psums + pieces, pw, mean_gw, mean_gw + l.sets, ppw, ppb, l, pc, params});
+                       CombineGradSums<T>{psums, psums + pieces, pw, mean_gw, mean_gw + l.sets, partials, l, pc, params});
         if (needs[0])
-          for_each_index(grad_op, backend, x.numel(), NormGradApply<T>{px, pg, pw, pmean, pcorr, prstd, mean_gw, mean_gw + l.sets, pdx, l});
+          for_each_index(grad_op, backend, x.numel(), NormGradApply<T>{px, pg, pw, stats, mean_gw, mean_gw + l.sets, pdx, l});
       }, x, g, w, st.mean, st.c, st.rstd, dx, partial_w, partial_b, sums);
       if (needs[0]) grads[0] = dx;
       // Group norm's partials are (N, C): the batch's sum, in one order on every device.

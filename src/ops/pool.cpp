@@ -108,15 +108,10 @@ struct MaxPoolKernel {
   std::int64_t* arg;
   PoolGrid g;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t first, p, c[3], count;
-    GridWalk<Rows>::start(i, g.out, first, p, c, count);
     Window win;
-    win.set(g, 0, c[0]);
-    win.set(g, 1, c[1]);
-    const T* plane = x + g.x.plane(p);
     const std::int64_t e1 = g.x.extent[1], e2 = g.x.extent[2];
-    for (std::int64_t k = 0; k < count; ++k) {
-      win.set(g, 2, c[2] + k);
+    walk_outputs<Rows>(g, i, [&](int a, std::int64_t o) { win.set(g, a, o); }, [&](std::int64_t o, std::int64_t at) {
+      const T* plane = x + at;
       T best = -static_cast<T>(INFINITY);
       std::int64_t best_at = (win.lo[0] * e1 + win.lo[1]) * e2 + win.lo[2];
       for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
@@ -128,9 +123,9 @@ struct MaxPoolKernel {
               best_at = (d * e1 + h) * e2 + w;
             }
           }
-      y[first + k] = best;
-      if constexpr (Indices) arg[first + k] = best_at;
-    }
+      y[o] = best;
+      if constexpr (Indices) arg[o] = best_at;
+    });
   }
 };
 
@@ -143,39 +138,21 @@ struct AvgPoolKernel {
   PoolGrid g;
   bool count_pad;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t first, p, c[3], count;
-    GridWalk<Rows>::start(i, g.out, first, p, c, count);
     Window win;
-    win.set(g, 0, c[0]);
-    win.set(g, 1, c[1]);
-    const T* plane = x + g.x.plane(p);
-    for (std::int64_t k = 0; k < count; ++k) {
-      win.set(g, 2, c[2] + k);
+    walk_outputs<Rows>(g, i, [&](int a, std::int64_t o) { win.set(g, a, o); }, [&](std::int64_t o, std::int64_t at) {
+      const T* plane = x + at;
       T sum = 0;
       for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
         for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
           for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w) sum += plane[g.x.at(d, h, w)];
-      y[first + k] = sum / static_cast<T>(win.divisor(count_pad));
-    }
+      y[o] = sum / static_cast<T>(win.divisor(count_pad));
+    });
   }
 };
 
-/// \brief Calls gather(at, p, c, readers_first, readers_last) for each input element of index i
-/// (gx contiguous, GridWalk): at its offset within its plane, the outputs [first, last) along
-/// each axis those whose windows hold it; then gx[element] = what it returns.
-template <bool Rows, class T, class Gather>
-KOKKOS_INLINE_FUNCTION void gather_inputs(const PoolGrid& g, std::int64_t i, T* gx, const Gather& gather) {
-  std::int64_t first_i, p, c[3], count, first[3], last[3];
-  GridWalk<Rows>::start(i, g.x.extent, first_i, p, c, count);
-  g.axis[0].readers(c[0], first[0], last[0]);
-  g.axis[1].readers(c[1], first[1], last[1]);
-  first[2] = last[2] = 0;
-  for (std::int64_t k = 0; k < count; ++k) {
-    if constexpr (Rows) g.axis[2].next_readers(c[2] + k, first[2], last[2]);  // the row starts at c[2] = 0
-    else g.axis[2].readers(c[2] + k, first[2], last[2]);
-    const std::int64_t at = (c[0] * g.x.extent[1] + c[1]) * g.x.extent[2] + c[2] + k;
-    gx[first_i + k] = gather(at, p, first, last);
-  }
+/// \brief An input element's offset (d H + h) W + w within its plane (MaxPoolKernel's arg max).
+KOKKOS_INLINE_FUNCTION std::int64_t plane_offset(const PoolGrid& g, const std::int64_t (&c)[3]) {
+  return (c[0] * g.x.extent[1] + c[1]) * g.x.extent[2] + c[2];
 }
 
 /// \brief The flat index of output (d, h, w) of plane p.
@@ -192,7 +169,8 @@ struct MaxPoolGradKernel {
   T* gx;
   PoolGrid g;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    gather_inputs<Rows>(g, i, gx, [&](std::int64_t at, std::int64_t p, const std::int64_t (&first)[3], const std::int64_t (&last)[3]) {
+    gather_inputs<Rows>(g, i, gx, [&](std::int64_t p, const auto& c, const auto& first, const auto& last) {
+      const std::int64_t at = plane_offset(g, c);
       T sum = 0;
       for (std::int64_t d = first[0]; d < last[0]; ++d)
         for (std::int64_t h = first[1]; h < last[1]; ++h)
@@ -214,7 +192,7 @@ struct AvgPoolGradKernel {
   PoolGrid g;
   bool count_pad;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    gather_inputs<Rows>(g, i, gx, [&](std::int64_t, std::int64_t p, const std::int64_t (&first)[3], const std::int64_t (&last)[3]) {
+    gather_inputs<Rows>(g, i, gx, [&](std::int64_t p, const auto&, const auto& first, const auto& last) {
       T sum = 0;
       Window win;
       for (std::int64_t d = first[0]; d < last[0]; ++d) {

@@ -157,15 +157,12 @@ struct ResampleKernel {
   T* y;
   ResampleGrid<T> g;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t first, p, c[3], count, i0[3], i1[3];
+    std::int64_t i0[3], i1[3];
     T l0[3], l1[3];
-    GridWalk<Rows>::start(i, g.out, first, p, c, count);
-    g.axis[0].source(c[0], i0[0], i1[0], l0[0], l1[0]);
-    g.axis[1].source(c[1], i0[1], i1[1], l0[1], l1[1]);
-    const T* plane = x + g.x.plane(p);
     const std::int64_t* s = g.x.stride;
-    for (std::int64_t k = 0; k < count; ++k) {
-      g.axis[2].source(c[2] + k, i0[2], i1[2], l0[2], l1[2]);
+    const auto place = [&](int a, std::int64_t o) { g.axis[a].source(o, i0[a], i1[a], l0[a], l1[a]); };
+    walk_outputs<Rows>(g, i, place, [&](std::int64_t o, std::int64_t at_plane) {
+      const T* plane = x + at_plane;
       const auto along_w = [&](std::int64_t at) {
         const T t0 = plane[at + i0[2] * s[2]];
         return g.axis[2].linear ? t0 * l0[2] + plane[at + i1[2] * s[2]] * l1[2] : t0;
@@ -175,8 +172,8 @@ struct ResampleKernel {
         return g.axis[1].linear ? t0 * l0[1] + along_w(at + i1[1] * s[1]) * l1[1] : t0;
       };
       const T t0 = along_h(i0[0] * s[0]);
-      y[first + k] = g.axis[0].linear ? t0 * l0[0] + along_h(i1[0] * s[0]) * l1[0] : t0;
-    }
+      y[o] = g.axis[0].linear ? t0 * l0[0] + along_h(i1[0] * s[0]) * l1[0] : t0;
+    });
   }
 };
 
@@ -189,26 +186,18 @@ struct ResampleGradKernel {
   T* gx;
   ResampleGrid<T> g;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t first_i, p, c[3], count, first[3], last[3];
-    GridWalk<Rows>::start(i, g.x.extent, first_i, p, c, count);
-    g.axis[0].readers(c[0], first[0], last[0]);
-    g.axis[1].readers(c[1], first[1], last[1]);
-    first[2] = last[2] = 0;
-    for (std::int64_t k = 0; k < count; ++k) {
-      const std::int64_t cw = c[2] + k;
-      if constexpr (Rows) g.axis[2].next_readers(cw, first[2], last[2]);  // the row starts at c[2] = 0
-      else g.axis[2].readers(cw, first[2], last[2]);
+    gather_inputs<Rows>(g, i, gx, [&](std::int64_t p, const auto& c, const auto& first, const auto& last) {
       T sum = 0;
       for (std::int64_t d = first[0]; d < last[0]; ++d) {
         const T wd = g.axis[0].weight(d, c[0]);
         for (std::int64_t h = first[1]; h < last[1]; ++h) {
           const T wh = wd * g.axis[1].weight(h, c[1]);
           const std::int64_t row = ((p * g.out[0] + d) * g.out[1] + h) * g.out[2];
-          for (std::int64_t w = first[2]; w < last[2]; ++w) sum += gy[row + w] * (wh * g.axis[2].weight(w, cw));
+          for (std::int64_t w = first[2]; w < last[2]; ++w) sum += gy[row + w] * (wh * g.axis[2].weight(w, c[2]));
         }
       }
-      gx[first_i + k] = sum;
-    }
+      return sum;
+    });
   }
 };
 

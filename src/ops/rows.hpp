@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal: row kernels, for operations that fold each row of a tensor and then write it (axis
-// reductions, softmax, LayerNorm and their gradients). A row body is written once against a
-// `Row`, which walks the row's `len` elements: on the host one thread per row, folding into
+// reductions, softmax, the normalisations and their gradients). A row body is written once against
+// a `Row`, which walks the row's `len` elements: on the host one thread per row, folding into
 // independent lanes so the loops vectorise (a single accumulator would be a chain of dependent
 // adds); on a GPU (and an emulated one) one team per contiguous row, its threads reading
 // consecutive elements (coalesced) and combining through Kokkos' team reduction, or one thread per
@@ -128,6 +128,52 @@ template <class T, class Row, class F>
 KOKKOS_INLINE_FUNCTION T row_sum(const Row& row, std::int64_t n, const F& f) {
   return row.template fold<SumReduction, T>(n, f);
 }
+
+/// \brief The moments of a row (or of any set of elements a fold walks) by the corrected two-pass
+/// algorithm: the mean, c (the mean of the deviations x - mean: 0 but for the first mean's
+/// rounding, taken off again when centring) and m2, the sum of the squared deviations from mean + c.
+template <class T>
+struct Moments {
+  T mean, c, m2;
+};
+
+/// \brief The corrected two-pass moments of the `count` elements x[e] that `sum` walks: sum(f) is
+/// the sum of f(e) over their indices e. Three folds; after the first, each reads from cache.
+template <class T, class Sum>
+KOKKOS_INLINE_FUNCTION Moments<T> corrected_moments(const T* x, T count, const Sum& sum) {
+  const T mean = sum([&](std::int64_t e) { return x[e]; }) / count;
+  const T c = sum([&](std::int64_t e) { return x[e] - mean; }) / count;
+  const T m2 = sum([&](std::int64_t e) {
+    const T centred = (x[e] - mean) - c;
+    return centred * centred;
+  });
+  return {mean, c, m2};
+}
+
+/// \brief One row's (or set's) centring as the forward normalised it: xhat = ((x - mean) - c) *
+/// rstd, rstd = 1 / sqrt(var + eps).
+template <class T>
+struct Centring {
+  T mean, c, rstd;
+  KOKKOS_INLINE_FUNCTION T centred(T x) const { return (x - mean) - c; }
+  KOKKOS_INLINE_FUNCTION T xhat(T x) const { return centred(x) * rstd; }
+  /// \brief The gradient at x: rstd (gw - mean(gw) - xhat mean(gw xhat)), gw = g w its output's
+  /// gradient times its weight, the means over the row.
+  KOKKOS_INLINE_FUNCTION T grad(T x, T gw, T mean_gw, T mean_gw_xhat) const {
+    return rstd * (gw - mean_gw - xhat(x) * mean_gw_xhat);
+  }
+};
+
+/// \brief A forward's per-row (or per-set) statistics. A kernel copies a row's into registers
+/// (of()) before its loops: read through the pointers, every store to the output might have
+/// changed them.
+template <class T>
+struct RowStatistics {
+  const T* mean;
+  const T* c;
+  const T* rstd;
+  KOKKOS_INLINE_FUNCTION Centring<T> of(std::int64_t r) const { return {mean[r], c[r], rstd[r]}; }
+};
 
 /// \brief A row body as a kernel over row indices, each row walked by one thread (Row: HostRow
 /// or ThreadRow).

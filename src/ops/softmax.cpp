@@ -33,6 +33,13 @@ struct MaxOfNumbers : MaxReduction {
   template <class T> static KOKKOS_INLINE_FUNCTION T combine(T acc, T v) { return v > acc ? v : acc; }
 };
 
+/// \brief The max of a row's numbers xr[k * s], k in [0, n) (MaxOfNumbers): where softmax and
+/// logsumexp start.
+template <class T, class Row>
+KOKKOS_INLINE_FUNCTION T row_max(const Row& row, std::int64_t n, const T* xr, std::int64_t s) {
+  return row.template fold<MaxOfNumbers, T>(n, [&](std::int64_t k) { return xr[k * s]; });
+}
+
 /// \brief softmax (Log false) or log_softmax (Log true) of a row: its max m, the sum s of
 /// exp(x - m), then y = exp(x - m) / s, or (x - m) - log(s) (not x - logsumexp: x - m is exact near
 /// the max, where m + log(s) would round to m's precision). softmax writes the exponentials while
@@ -49,7 +56,7 @@ struct SoftmaxRow {
     const T* xr = x + layout.start(r);
     T* yr = y + layout.start(r);
     const std::int64_t n = layout.len, s = Unit ? 1 : layout.inner;
-    const T m = row.template fold<MaxOfNumbers, T>(n, [&](std::int64_t k) { return xr[k * s]; });
+    const T m = row_max(row, n, xr, s);
     if constexpr (Log) {
       const T log_sum = math::log(row_sum<T>(row, n, [&](std::int64_t k) { return exp_approx(xr[k * s] - m); }));
       row.for_each(n, [&](std::int64_t k) { yr[k * s] = (xr[k * s] - m) - log_sum; });
@@ -102,7 +109,7 @@ struct LogSumExpRow {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, const Row& row) const {
     const T* xr = x + layout.start(r);
     const std::int64_t n = layout.len, s = Unit ? 1 : layout.inner;
-    const T max = row.template fold<MaxOfNumbers, T>(n, [&](std::int64_t k) { return xr[k * s]; });
+    const T max = row_max(row, n, xr, s);
     const T m = max == static_cast<T>(INFINITY) || max == static_cast<T>(-INFINITY) ? T(0) : max;
     const T sum = row_sum<T>(row, n, [&](std::int64_t k) { return exp_approx(xr[k * s] - m); });
     row.once([&]() { y[r] = math::log(sum) + m; });
