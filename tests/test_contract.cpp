@@ -294,3 +294,38 @@ TEST_CASE("the grid contract (DESIGN 1c): a composed Block compiles, names its s
   block.eval();
   CHECK(block(x).shape() == x.shape());
 }
+
+TEST_CASE("the recurrent contract (DESIGN 1d): LSTM and GRU as written there, and an LSTM trains", "[contract][rnn]") {
+  const kten::Device d = kten::test::device();
+  kten::nn::LSTM lstm(/*input_size=*/3, /*hidden_size=*/32, kten::nn::RNNOptions{});
+  kten::nn::GRU gru(3, 32, kten::nn::RNNOptions{});
+  lstm.to(d);
+  gru.to(d);
+  const kten::Tensor x = kten::randn({7, 2, 3}, d, 8);  // (L, N, input_size): batch_first false
+  const kten::Tensor h0 = kten::zeros({1, 2, 32}, d), c0 = kten::zeros({1, 2, 32}, d);
+  kten::Tensor y = lstm(x);
+  auto [y2, hc] = lstm.forward_state(x, {h0, c0});
+  auto [y3, h] = gru.forward_state(x, h0);
+  CHECK(y.shape() == kten::Shape{7, 2, 32});
+  kten::test::require_allclose<double>(y2.astype(kten::float64), kten::test::host_doubles<double>(y.astype(kten::float64)), 0, 0);
+  CHECK(std::get<1>(hc).shape() == kten::Shape{1, 2, 32});
+  CHECK(y3.shape() == kten::Shape{7, 2, 32});
+  CHECK(h.shape() == kten::Shape{1, 2, 32});
+  // Predicting the running sum of the first feature from the last step's output.
+  kten::nn::Linear head(32, 1);
+  head.to(d);
+  const kten::Tensor target = kten::sum(x.select(2, 0), 0).reshape({2, 1});
+  kten::optim::Adam adam(1e-2f), adam_head(1e-2f);  // an optimiser serves one model
+  kten::nn::MSELoss mse;
+  double first = 0, last = 0;
+  for (int step = 0; step < 30; ++step) {
+    adam.zero_grad(lstm);
+    adam_head.zero_grad(head);
+    kten::Tensor loss = mse(head(lstm(x).select(0, 6)), target);
+    loss.backward();
+    adam.step(lstm);
+    adam_head.step(head);
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  CHECK(last < first / 4);
+}

@@ -15,6 +15,7 @@
 #include <kten/nn/layers.hpp>
 #include <kten/nn/loss.hpp>
 #include <kten/nn/module.hpp>
+#include <kten/nn/rnn.hpp>
 #include <kten/nn/utils.hpp>
 #include <kten/onnx.hpp>
 #include <kten/ops.hpp>

@@ -197,6 +197,51 @@ ShapeGen embedding_table() {
           }};
 }
 // --- end of graph layers -------------------------------------------------------------------------
+
+// --- Recurrent layers (issue 52) -------------------------------------------------------------------
+// A recurrent layer's input, (L, N, in) ((N, L, in) batch_first), then per layer and direction its
+// (gates H, in or directions H) weight_ih, (gates H, H) weight_hh and, with bias, two (gates H)
+// biases: named_parameters()' order, and at::lstm's and at::gru's. Small: H = 1 (at most 12
+// elements per input); empty: no batch.
+ShapeGen recurrent_shapes(std::int64_t gates, int layers, int directions, bool bias, bool batch_first) {
+  const int per_direction = bias ? 4 : 2;
+  return {1 + per_direction * layers * directions, [=](Rng& rng, const ShapeOptions& o) {
+            const std::int64_t steps = o.large ? pick(rng, 3, 5) : pick(rng, 1, o.small ? 2 : 4);
+            const std::int64_t batch = o.large ? pick(rng, 30, 50) : o.empty ? 0 : pick(rng, 1, o.small ? 2 : 3);
+            const std::int64_t in = o.large ? pick(rng, 20, 30) : pick(rng, 1, 3);
+            const std::int64_t hidden = o.large ? pick(rng, 16, 24) : o.small ? 1 : pick(rng, 1, 3);
+            std::vector<Shape> shapes{batch_first ? Shape{batch, steps, in} : Shape{steps, batch, in}};
+            for (int layer = 0; layer < layers; ++layer)
+              for (int d = 0; d < directions; ++d) {
+                shapes.push_back({gates * hidden, layer == 0 ? in : directions * hidden});
+                shapes.push_back({gates * hidden, hidden});
+                if (bias) shapes.insert(shapes.end(), 2, Shape{gates * hidden});
+              }
+            return shapes;
+          }};
+}
+// float32 recurrences compound their rounding: each step's state (and its gradient) goes through
+// the next step's products and gates, each layer through the next, so the large cases (5 steps,
+// 2 layers, 2 directions, 50 x 30 inputs) differ from float64 by up to 4e-3 relative where the
+// gradients cancel; float64 keeps the default tolerances.
+constexpr double kRecurrentRtol32 = 5e-3, kRecurrentAtol32 = 1e-3;
+kten::nn::RNNOptions rnn_options(const kten::Tensor& x, int layers, bool bidirectional, bool bias, bool batch_first) {
+  kten::nn::RNNOptions o;
+  o.num_layers = layers;
+  o.bias = bias;
+  o.batch_first = batch_first;
+  o.bidirectional = bidirectional;
+  o.dtype = x.dtype();
+  o.seed = 0;
+  return o;
+}
+#ifdef KTEN_HARNESS_TORCH
+// A zero initial state, (layers x directions, N, H), for x[0] with weight_hh x[2].
+at::Tensor torch_state(const TorchArgs& x, int layers_x_directions, bool batch_first) {
+  return at::zeros({layers_x_directions, x[0].size(batch_first ? 0 : 1), x[2].size(1)}, x[0].options());
+}
+std::vector<at::Tensor> torch_parameters(const TorchArgs& x) { return {x.begin() + 1, x.end()}; }
+#endif
 }  // namespace
 
 std::vector<Row> layer_table() {
@@ -283,6 +328,22 @@ std::vector<Row> layer_table() {
       Row("nn::Unflatten(-1, {-1, 1})", broadcast(1, 1), KTEN(apply(kten::nn::Unflatten(-1, {-1, 1}), x)), TORCH(x[0].unflatten(-1, {-1, 1})))
           .no_empty(),
       Row("nn::Identity", broadcast(1), KTEN(apply(kten::nn::Identity(), x)), TORCH(x[0].clone())),
+      // Recurrent layers against at::lstm / at::gru (torch::nn::LSTM's and GRU's forward), zero
+      // initial states; sums of products over the steps.
+      Row("nn::LSTM", recurrent_shapes(4, 1, 1, true, false),
+          KTEN(apply(kten::nn::LSTM(x[0].size(2), x[2].size(1), rnn_options(x[0], 1, false, true, false)), x)),
+          TORCH(std::get<0>(at::lstm(x[0], {torch_state(x, 1, false), torch_state(x, 1, false)}, torch_parameters(x), true,
+                                     1, 0.0, false, false, false)))).sums().tol32(kRecurrentRtol32, kRecurrentAtol32),
+      Row("nn::LSTM(2 layers, bidirectional, batch_first)", recurrent_shapes(4, 2, 2, true, true),
+          KTEN(apply(kten::nn::LSTM(x[0].size(2), x[2].size(1), rnn_options(x[0], 2, true, true, true)), x)),
+          TORCH(std::get<0>(at::lstm(x[0], {torch_state(x, 4, true), torch_state(x, 4, true)}, torch_parameters(x), true,
+                                     2, 0.0, false, true, true)))).sums().tol32(kRecurrentRtol32, kRecurrentAtol32),
+      Row("nn::GRU", recurrent_shapes(3, 1, 1, true, false),
+          KTEN(apply(kten::nn::GRU(x[0].size(2), x[2].size(1), rnn_options(x[0], 1, false, true, false)), x)),
+          TORCH(std::get<0>(at::gru(x[0], torch_state(x, 1, false), torch_parameters(x), true, 1, 0.0, false, false, false)))).sums().tol32(kRecurrentRtol32, kRecurrentAtol32),
+      Row("nn::GRU(2 layers, bidirectional, no bias)", recurrent_shapes(3, 2, 2, false, false),
+          KTEN(apply(kten::nn::GRU(x[0].size(2), x[2].size(1), rnn_options(x[0], 2, true, false, false)), x)),
+          TORCH(std::get<0>(at::gru(x[0], torch_state(x, 4, false), torch_parameters(x), false, 2, 0.0, false, true, false)))).sums().tol32(kRecurrentRtol32, kRecurrentAtol32),
       // Losses (mean reduction): sums, so tolerances scale with their terms.
       Row("nn::MSELoss", same_shape(2), KTEN(kten::nn::MSELoss()(x[0], x[1])), TORCH(at::mse_loss(x[0], x[1]))).sums(),
       Row("nn::L1Loss", same_shape(2), KTEN(kten::nn::L1Loss()(x[0], x[1])), TORCH(at::l1_loss(x[0], x[1]))).sums(),
