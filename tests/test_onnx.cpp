@@ -578,6 +578,87 @@ TEST_CASE("onnx: auto_pad SAME_UPPER, SAME_LOWER and VALID, and pads kten's pool
   }
 }
 
+namespace {
+// A PyTorch-ordered parameter's gate blocks (rows of `hidden`) in ONNX's order: LSTM i, f, g, o to
+// i, o, f, c(g); GRU r, z, n to z, r, h. Host floats, for an initializer.
+std::vector<float> onnx_gates(const Tensor& t, std::int64_t hidden, bool lstm) {
+  std::vector<Tensor> g;
+  for (std::int64_t i = 0; i * hidden < t.size(0); ++i) g.push_back(t.narrow(0, i * hidden, hidden));
+  return (lstm ? cat({g[0], g[3], g[1], g[2]}, 0) : cat({g[1], g[0], g[2]}, 0)).contiguous().to(cpu()).to_vector<float>();
+}
+std::vector<float> joined(std::vector<std::vector<float>> parts) {
+  std::vector<float> all;
+  for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+  return all;
+}
+}  // namespace
+
+TEST_CASE("onnx: LSTM and GRU run nn::LSTM's and nn::GRU's recurrence with ONNX's gate order", "[onnx]") {
+  const Device d = test::device();
+  const std::int64_t steps = 4, batch = 2, in = 3, hidden = 2;
+  nn::RNNOptions both;
+  both.bidirectional = true;
+  both.seed = 11;
+  nn::LSTM lstm(in, hidden, both);  // parameters: w_ih, w_hh, b_ih, b_hh, then the reverse ones
+  nn::RNNOptions one;
+  one.batch_first = true;
+  one.seed = 12;
+  nn::GRU gru(in, hidden, one);
+  std::vector<Tensor> lp, gp;
+  for (const auto& p : lstm.named_parameters()) lp.push_back(p.slot->value);
+  for (const auto& p : gru.named_parameters()) gp.push_back(p.slot->value);
+  Builder b(17);
+  b.input("x", {steps, batch, in});
+  b.input("xb", {batch, steps, in});
+  b.input("h0", {batch, 1, hidden});
+  b.floats("W", joined({onnx_gates(lp[0], hidden, true), onnx_gates(lp[4], hidden, true)}), {2, 4 * hidden, in});
+  b.floats("R", joined({onnx_gates(lp[1], hidden, true), onnx_gates(lp[5], hidden, true)}), {2, 4 * hidden, hidden});
+  b.floats("B", joined({onnx_gates(lp[2], hidden, true), onnx_gates(lp[3], hidden, true), onnx_gates(lp[6], hidden, true),
+                        onnx_gates(lp[7], hidden, true)}), {2, 8 * hidden});
+  b.floats("GW", onnx_gates(gp[0], hidden, false), {1, 3 * hidden, in});
+  b.floats("GR", onnx_gates(gp[1], hidden, false), {1, 3 * hidden, hidden});
+  b.floats("GB", joined({onnx_gates(gp[2], hidden, false), onnx_gates(gp[3], hidden, false)}), {1, 6 * hidden});
+  auto* l = b.node("LSTM", {"x", "W", "R", "B"}, {"Y", "Y_h", "Y_c"}, "lstm");
+  Builder::attr(l, "hidden_size", hidden);
+  Builder::attr_s(l, "direction", "bidirectional");
+  auto* g = b.node("GRU", {"xb", "GW", "GR", "GB", "", "h0"}, {"GY", "GY_h"}, "gru");
+  Builder::attr(g, "hidden_size", hidden);
+  Builder::attr(g, "linear_before_reset", 1);
+  Builder::attr(g, "layout", 1);
+  b.output("Y", {steps, 2, batch, hidden});
+  b.output("Y_h", {2, batch, hidden});
+  b.output("Y_c", {2, batch, hidden});
+  b.output("GY", {batch, steps, 1, hidden});
+  b.output("GY_h", {batch, 1, hidden});
+  auto net = kten::onnx::load(b.write("kten-test-recurrent.onnx"), d);
+  lstm.to(d);
+  gru.to(d);
+  const Tensor x = randn({steps, batch, in}, d, 31), xb = randn({batch, steps, in}, d, 32), h0 = randn({batch, 1, hidden}, d, 33);
+  const auto ys = net.run({x, xb, h0});
+  auto [y, hc] = lstm.forward_state(x);
+  // ONNX's Y is (L, directions, N, H); nn's output (L, N, directions H).
+  test::require_allclose<double>(ys[0].astype(float64),
+                                 values(y.reshape({steps, batch, 2, hidden}).permute({0, 2, 1, 3})), 1e-6, 1e-6);
+  test::require_allclose<double>(ys[1].astype(float64), values(std::get<0>(hc)), 1e-6, 1e-6);
+  test::require_allclose<double>(ys[2].astype(float64), values(std::get<1>(hc)), 1e-6, 1e-6);
+  // layout 1: Y (N, L, directions, H), Y_h and initial_h (N, directions, H); nn's state (directions, N, H).
+  auto [gy, gh] = gru.forward_state(xb, h0.transpose(0, 1));
+  test::require_allclose<double>(ys[3].astype(float64), values(gy.unsqueeze(2)), 1e-6, 1e-6);
+  test::require_allclose<double>(ys[4].astype(float64), values(gh.transpose(0, 1)), 1e-6, 1e-6);
+  // Gradients reach W, R and B through the reordering.
+  net.zero_grad();
+  sum(net.run({x, xb, h0})[0]).backward();
+  CHECK(max(abs(net.named_parameters()[0].slot->value.grad())).item<double>() > 0);
+  // GRU's linear_before_reset 0 (ONNX's default) is not PyTorch's GRU: refused by name.
+  Builder r(17);
+  r.input("x", {steps, batch, in});
+  r.floats("GW", onnx_gates(gp[0], hidden, false), {1, 3 * hidden, in});
+  r.floats("GR", onnx_gates(gp[1], hidden, false), {1, 3 * hidden, hidden});
+  Builder::attr(r.node("GRU", {"x", "GW", "GR"}, {"y"}, "refused"), "hidden_size", hidden);
+  r.output("y", {steps, 1, batch, hidden});
+  require_load_fails(r.write("kten-test-gru-reset.onnx"), {"'refused'", "(GRU)", "linear_before_reset 0"});
+}
+
 TEST_CASE("onnx: Pad's constant, reflect and edge modes are kten's pad", "[onnx]") {
   const Device d = test::device();
   Builder b(17);

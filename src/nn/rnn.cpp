@@ -15,7 +15,7 @@
 #include "functional.hpp"
 #include "ops/linalg.hpp"
 
-namespace kten::nn {
+namespace kten::detail {
 
 namespace {
 
@@ -44,6 +44,26 @@ std::vector<Tensor> gru_cell(const Tensor& xw, const std::vector<Tensor>& state,
 }
 
 }  // namespace
+
+std::pair<Tensor, std::vector<Tensor>> recurrent_direction(bool lstm, const Tensor& x, std::vector<Tensor> state,
+                                                           const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                                                           const Tensor& b_hh, bool reverse) {
+  const std::int64_t steps = x.size(0), batch = x.size(1);
+  // Every step's input projection in one GEMM.
+  const Tensor xw =
+      linear_or_not(x.reshape({steps * batch, x.size(2)}), w_ih, b_ih).reshape({steps, batch, w_ih.size(0)});
+  std::vector<Tensor> outputs(static_cast<std::size_t>(steps));
+  for (std::int64_t k = 0; k < steps; ++k) {
+    const std::int64_t t = reverse ? steps - 1 - k : k;
+    state = (lstm ? lstm_cell : gru_cell)(xw.select(0, t), state, w_hh, b_hh);
+    outputs[static_cast<std::size_t>(t)] = state[0];
+  }
+  return {stack(outputs, 0), state};
+}
+
+}  // namespace kten::detail
+
+namespace kten::nn {
 
 RNNBase::RNNBase(const char* name, std::int64_t gates, std::int64_t input_size, std::int64_t hidden_size,
                  RNNOptions options)
@@ -77,7 +97,7 @@ RNNBase::RNNBase(const char* name, std::int64_t gates, std::int64_t input_size, 
     }
 }
 
-std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& input, std::vector<Tensor> states, Cell cell) {
+std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& input, std::vector<Tensor> states) {
   detail::check_defined(input, name_);
   detail::check_same_device(name_, input.device(), device());
   if (input.dtype() != options_.dtype)
@@ -114,19 +134,12 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& input, std::ve
       const Tensor& w_hh = weights_[at + 1]->value;
       const Tensor b_ih = options_.bias ? weights_[at + 2]->value : Tensor();
       const Tensor b_hh = options_.bias ? weights_[at + 3]->value : Tensor();
-      // Every step's input projection in one GEMM.
-      const Tensor xw =
-          linear_or_not(x.reshape({steps * batch, x.size(2)}), w_ih, b_ih).reshape({steps, batch, w_ih.size(0)});
-      std::vector<Tensor> state;
-      for (const Tensor& s : states) state.push_back(s.select(0, layer * directions + d));
-      std::vector<Tensor> outputs(static_cast<std::size_t>(steps));
-      for (std::int64_t k = 0; k < steps; ++k) {
-        const std::int64_t t = d == 0 ? k : steps - 1 - k;
-        state = cell(xw.select(0, t), state, w_hh, b_hh);
-        outputs[static_cast<std::size_t>(t)] = state[0];
-      }
-      for (std::size_t i = 0; i < state.size(); ++i) finals[i].push_back(state[i]);
-      outputs_by_direction.push_back(stack(outputs, 0));
+      std::vector<Tensor> initial;
+      for (const Tensor& s : states) initial.push_back(s.select(0, layer * directions + d));
+      auto [outputs, last] =
+          detail::recurrent_direction(gates_ == 4, x, std::move(initial), w_ih, w_hh, b_ih, b_hh, d == 1);
+      for (std::size_t i = 0; i < last.size(); ++i) finals[i].push_back(last[i]);
+      outputs_by_direction.push_back(outputs);
     }
     x = directions == 1 ? outputs_by_direction[0] : cat(outputs_by_direction, 2);
     if (layer + 1 < options_.num_layers && is_training() && options_.dropout > 0)
@@ -142,21 +155,21 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& input, std::ve
 LSTM::LSTM(std::int64_t input_size, std::int64_t hidden_size, RNNOptions options)
     : RNNBase("LSTM", 4, input_size, hidden_size, options) {}
 
-Tensor LSTM::forward(const Tensor& input) { return run(input, {Tensor(), Tensor()}, lstm_cell).first; }
+Tensor LSTM::forward(const Tensor& input) { return run(input, {Tensor(), Tensor()}).first; }
 
 std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTM::forward_state(const Tensor& input,
                                                                    const std::tuple<Tensor, Tensor>& state) {
-  auto [y, s] = run(input, {std::get<0>(state), std::get<1>(state)}, lstm_cell);
+  auto [y, s] = run(input, {std::get<0>(state), std::get<1>(state)});
   return {y, {s[0], s[1]}};
 }
 
 GRU::GRU(std::int64_t input_size, std::int64_t hidden_size, RNNOptions options)
     : RNNBase("GRU", 3, input_size, hidden_size, options) {}
 
-Tensor GRU::forward(const Tensor& input) { return run(input, {Tensor()}, gru_cell).first; }
+Tensor GRU::forward(const Tensor& input) { return run(input, {Tensor()}).first; }
 
 std::tuple<Tensor, Tensor> GRU::forward_state(const Tensor& input, const Tensor& h0) {
-  auto [y, s] = run(input, {h0}, gru_cell);
+  auto [y, s] = run(input, {h0});
   return {y, s[0]};
 }
 

@@ -2,7 +2,7 @@
 // The ONNX operator table: the import forms of the registry's entries (src/ops/registry.hpp; each
 // op family declares its own beside its forward and gradient, src/ops/onnx_forms.hpp), and here
 // the operators of the graph language that no registered op computes: constants, shapes,
-// ranges, Dropout and the normalisations kten has as nn's fused functions. Integer arithmetic
+// ranges, Dropout, the normalisations kten has as nn's fused functions and the recurrent layers. Integer arithmetic
 // (shape computations) goes through float64, exact below 2^53, since kten's arithmetic is floating.
 #include <algorithm>
 #include <cctype>
@@ -135,6 +135,85 @@ std::vector<Tensor> rms_normalization(OnnxCall& c) {
   return {x / sqrt(mean(x * x, axes, true) + c.attr_real("epsilon", 1e-5)) * c.at(1)};
 }
 
+// ONNX's LSTM and GRU (one layer: forward, reverse or bidirectional) over nn's recurrence, with the
+// gates reordered to PyTorch's (LSTM i, o, f, c to i, f, c, o; GRU z, r, h to r, z, h). GRU only
+// with linear_before_reset 1, PyTorch's form (r scales the state's product, its bias included).
+// Refused by name: activations other than the defaults, clip, input_forget, and at run the
+// peepholes and sequence_lens inputs.
+void check_recurrent(const OnnxNode& n) {
+  for (const char* a : {"activations", "activation_alpha", "activation_beta", "clip"})
+    if (n.attributes.count(a)) ops::onnx_refuse(n, std::string(a) + " (kten's gates are sigmoid and tanh, unclipped)");
+  const std::string direction = ops::node_text(n, "direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    ops::onnx_invalid(n, "attribute 'direction' is '" + direction + "'; it must be forward, reverse or bidirectional");
+  if (n.op_type == "LSTM" && ops::node_int(n, "input_forget", 0) != 0) ops::onnx_refuse(n, "input_forget 1");
+  if (n.op_type == "GRU" && ops::node_int(n, "linear_before_reset", 0) != 1)
+    ops::onnx_refuse(n, "linear_before_reset 0 (kten's GRU is PyTorch's: 1)");
+  const std::int64_t layout = ops::node_int(n, "layout", 0), hidden = ops::node_int(n, "hidden_size", 1);
+  if (layout != 0 && layout != 1) ops::onnx_invalid(n, "attribute 'layout' is " + std::to_string(layout) + "; it must be 0 or 1");
+  if (hidden < 1) ops::onnx_invalid(n, "attribute 'hidden_size' is " + std::to_string(hidden) + "; it must be at least 1");
+}
+
+std::vector<Tensor> recurrent(OnnxCall& c) {
+  const bool lstm = c.node.op_type == "LSTM", batch_first = c.attr_int("layout", 0) == 1;
+  const std::int64_t gates = lstm ? 4 : 3;
+  if (c.has(4)) fail<FormatError>("onnx", c.where(), ": sequence_lens is not supported (every sequence runs to its end)");
+  if (lstm && c.has(7)) fail<FormatError>("onnx", c.where(), ": peepholes (input P) are not supported");
+  const std::string direction = c.attr_text("direction", "forward");
+  const std::int64_t directions = direction == "bidirectional" ? 2 : 1;
+  const Tensor& w = c.at(1);
+  const Tensor& r = c.at(2);
+  const Tensor x = c.at(0).ndim() == 3 && batch_first ? c.at(0).transpose(0, 1) : c.at(0);  // (L, N, in)
+  const std::int64_t hidden = r.ndim() == 3 ? r.size(2) : 0;
+  if (x.ndim() != 3 || w.ndim() != 3 || r.ndim() != 3 || w.size(0) != directions || r.size(0) != directions ||
+      w.size(1) != gates * hidden || r.size(1) != gates * hidden || w.size(2) != x.size(2) || x.size(0) < 1 ||
+      c.attr_int("hidden_size", hidden) != hidden)
+    fail<ShapeError>("onnx", c.where(), ": X ", x.shape(), ", W ", w.shape(), " and R ", r.shape(), " do not fit ",
+                     directions, " direction(s) of ", gates, " gates (X (L >= 1, N, in), W (directions, ", gates,
+                     " hidden_size, in), R (directions, ", gates, " hidden_size, hidden_size))");
+  if (!is_floating(x.dtype()) || w.dtype() != x.dtype() || r.dtype() != x.dtype())
+    fail<DTypeError>("onnx", c.where(), ": X, W and R must share one float dtype, not ", x.dtype(), ", ", w.dtype(),
+                     " and ", r.dtype());
+  const auto pytorch_order = [&](const Tensor& t) {  // the gate blocks of t's first axis
+    std::vector<Tensor> g;
+    for (std::int64_t i = 0; i < gates; ++i) g.push_back(t.narrow(0, i * hidden, hidden));
+    return lstm ? cat({g[0], g[2], g[3], g[1]}, 0) : cat({g[1], g[0], g[2]}, 0);
+  };
+  const auto initial = [&](std::size_t input, std::int64_t d) {  // (directions, N, H), (N, directions, H) in layout 1
+    const std::int64_t batch = x.size(1);
+    if (!c.has(input)) return zeros({batch, hidden}, x.device(), x.dtype());
+    const Tensor& s = c.in[input];
+    const Shape want = batch_first ? Shape{batch, directions, hidden} : Shape{directions, batch, hidden};
+    if (s.shape() != want)
+      fail<ShapeError>("onnx", c.where(), ": an initial state has shape ", s.shape(), ", expected ", want);
+    return s.select(batch_first ? 1 : 0, d);
+  };
+  std::vector<Tensor> ys, hs, cs;
+  for (std::int64_t d = 0; d < directions; ++d) {
+    Tensor b_ih, b_hh;
+    if (c.has(3)) {
+      const Tensor& b = c.in[3];
+      if (b.shape() != Shape{directions, 2 * gates * hidden} || b.dtype() != x.dtype())
+        fail<ShapeError>("onnx", c.where(), ": B has shape ", b.shape(), ", expected ", Shape{directions, 2 * gates * hidden});
+      b_ih = pytorch_order(b.select(0, d).narrow(0, 0, gates * hidden));
+      b_hh = pytorch_order(b.select(0, d).narrow(0, gates * hidden, gates * hidden));
+    }
+    std::vector<Tensor> state{initial(5, d)};
+    if (lstm) state.push_back(initial(6, d));
+    auto [y, last] = kten::detail::recurrent_direction(lstm, x, std::move(state), pytorch_order(w.select(0, d)),
+                                                       pytorch_order(r.select(0, d)), b_ih, b_hh,
+                                                       direction == "reverse" || d == 1);
+    ys.push_back(y);
+    hs.push_back(last[0]);
+    if (lstm) cs.push_back(last[1]);
+  }
+  // Y (L, directions, N, H), Y_h and Y_c (directions, N, H); layout 1: (N, L, directions, H), (N, directions, H).
+  const Tensor y = stack(ys, 1);
+  Outs out{batch_first ? y.permute({2, 0, 1, 3}) : y, batch_first ? stack(hs, 1) : stack(hs, 0)};
+  if (lstm) out.push_back(batch_first ? stack(cs, 1) : stack(cs, 0));
+  return out;
+}
+
 std::vector<Tensor> identity(OnnxCall& c) { return {c.at(0)}; }
 
 // The graph language's rows.
@@ -144,8 +223,10 @@ std::vector<OpImpl> graph_ops() {
       {"Constant", 12, last, 0, 0, 1, true, constant},
       {"ConstantOfShape", 13, last, 1, 1, 1, true, constant_of_shape, check_constant_of_shape, 0b1},
       {"Dropout", 11, last, 1, 3, 2, false, dropout_op, nullptr, 0b110},
+      {"GRU", 13, last, 3, 6, 2, true, recurrent, check_recurrent},
       {"Identity", 13, last, 1, 1, 1, true, identity},
       {"LayerNormalization", 17, last, 2, 3, 3, true, layer_normalization, ops::check_stash_type},
+      {"LSTM", 13, last, 3, 8, 3, true, recurrent, check_recurrent},
       {"Range", 11, last, 3, 3, 1, true, range, nullptr, 0b111},
       {"RMSNormalization", 23, last, 2, 2, 1, true, rms_normalization, ops::check_stash_type},
       {"Shape", 13, last, 1, 1, 1, true, shape_op},

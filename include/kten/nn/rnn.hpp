@@ -43,18 +43,13 @@ class RNNBase : public Module {
   std::string name() const override { return name_; }
 
  protected:
-  /// \brief One step of one direction: the new state from the input's projection xw (N, gates x
-  /// hidden, bias_ih included), the state (h, and c for an LSTM) and the (gates x hidden,
-  /// hidden) weight_hh and bias_hh (undefined without bias).
-  using Cell = std::vector<Tensor> (*)(const Tensor& xw, const std::vector<Tensor>& state, const Tensor& w_hh,
-                                       const Tensor& b_hh);
   /// \brief Registers the parameters of `gates` gates (LSTM 4, GRU 3); kten::Error naming `name`
   /// for sizes below 1, no layers, dropout outside [0, 1] or an integer dtype.
   RNNBase(const char* name, std::int64_t gates, std::int64_t input_size, std::int64_t hidden_size,
           RNNOptions options);
   /// \brief The outputs and the final states (one per kind of state: h, and c for an LSTM), from
   /// the initial ones (undefined: zeros).
-  std::pair<Tensor, std::vector<Tensor>> run(const Tensor& input, std::vector<Tensor> states, Cell cell);
+  std::pair<Tensor, std::vector<Tensor>> run(const Tensor& input, std::vector<Tensor> states);
 
  private:
   const char* name_;
