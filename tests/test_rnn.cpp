@@ -96,6 +96,12 @@ TEST_CASE("LSTM and GRU: shapes of outputs and states, batch_first, unbatched in
   auto [yf, hf] = gru.forward_state(x.narrow(1, 0, 1));
   test::require_allclose<double>(yu.astype(float64), test::host_doubles<double>(yf.select(1, 0).astype(float64)), 0, 0);
   CHECK(gru(x).shape() == Shape{6, 2, 4});
+  // to(float64) makes a float64 layer: float64 inputs, the same values.
+  nn::GRU wide(3, 4, options(1, false));
+  wide.to(d);
+  wide.to(float64);
+  test::require_allclose<double>(wide(x.astype(float64)), test::host_doubles<double>(gru(x).astype(float64)), 1e-6, 1e-6);
+  CHECK_THROWS_AS(wide(x), DTypeError);
 }
 
 TEST_CASE("LSTM and GRU step as PyTorch's gates say, from the given initial states", "[nn][rnn]") {

@@ -100,8 +100,9 @@ RNNBase::RNNBase(const char* name, std::int64_t gates, std::int64_t input_size, 
 std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& input, std::vector<Tensor> states) {
   detail::check_defined(input, name_);
   detail::check_same_device(name_, input.device(), device());
-  if (input.dtype() != options_.dtype)
-    detail::fail<DTypeError>(name_, "the input is ", input.dtype(), " but the parameters are ", options_.dtype,
+  const DType dtype = weights_[0]->value.dtype();  // to(float64) changes it
+  if (input.dtype() != dtype)
+    detail::fail<DTypeError>(name_, "the input is ", input.dtype(), " but the parameters are ", dtype,
                              "; convert with .astype(...)");
   if ((input.ndim() != 2 && input.ndim() != 3) || input.size(-1) != input_size_)
     detail::fail<ShapeError>(name_, "expects (L, N, ", input_size_, ")", options_.batch_first ? " (batch_first: (N, L, " : "",

@@ -37,7 +37,7 @@ class RNNBase : public Module {
   std::int64_t input_size() const { return input_size_; }
   /// \brief Features of the state and of each output step (per direction).
   std::int64_t hidden_size() const { return hidden_size_; }
-  /// \brief The options the layer was made with (its seed resolved).
+  /// \brief The options the layer was made with (its seed resolved; to(dtype) changes the parameters', not these).
   const RNNOptions& options() const { return options_; }
   /// \brief "LSTM" or "GRU".
   std::string name() const override { return name_; }
