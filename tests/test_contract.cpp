@@ -329,3 +329,48 @@ TEST_CASE("the recurrent contract (DESIGN 1d): LSTM and GRU as written there, an
   }
   CHECK(last < first / 4);
 }
+
+TEST_CASE("the attention contract (DESIGN 1d): SDPA, MultiheadAttention and TransformerEncoderLayer as written there",
+          "[contract][attention]") {
+  const kten::Device d = kten::test::device();
+  const kten::Tensor q = kten::randn({2, 4, 5, 16}, d, 1), k = kten::randn({2, 4, 7, 16}, d, 2), v = kten::randn({2, 4, 7, 16}, d, 3);
+  kten::Tensor a = kten::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                                      /*is_causal=*/false);
+  CHECK(a.shape() == kten::Shape{2, 4, 5, 16});
+  kten::nn::MultiheadAttention mha(/*embed_dim=*/64, /*num_heads=*/4,
+                                   kten::nn::MultiheadAttentionOptions{});  // dropout, bias, batch_first (false), dtype, seed
+  mha.to(d);
+  const kten::Tensor query = kten::randn({5, 2, 64}, d, 4), key = kten::randn({7, 2, 64}, d, 5);
+  auto [out, weights] = mha.forward(query, key, key);
+  CHECK(out.shape() == kten::Shape{5, 2, 64});
+  CHECK(weights.shape() == kten::Shape{2, 5, 7});
+  CHECK(mha(query).shape() == kten::Shape{5, 2, 64});
+  std::vector<std::string> names;
+  for (const auto& p : mha.named_parameters()) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"});
+  kten::nn::TransformerEncoderLayer enc(64, 4, kten::nn::TransformerEncoderLayerOptions{});
+  enc.to(d);
+  CHECK(enc.options().dim_feedforward == 2048);
+  CHECK(enc.options().dropout == 0.1);
+  CHECK(enc(query).shape() == kten::Shape{5, 2, 64});
+  CHECK(enc.forward(query, {}, {}, /*is_causal=*/true).shape() == kten::Shape{5, 2, 64});
+  // A one-layer encoder learns to copy the mean of the sequence into every step.
+  kten::nn::TransformerEncoderLayerOptions small;
+  small.dim_feedforward = 32;
+  small.dropout = 0.0;
+  small.seed = 3;
+  kten::nn::TransformerEncoderLayer block(8, 2, small);
+  block.to(d);
+  const kten::Tensor x = kten::randn({6, 4, 8}, d, 6);
+  const kten::Tensor target = kten::mean(x, 0).unsqueeze(0).expand({6, 4, 8}) * 0.5;
+  kten::optim::Adam adam(1e-2f);
+  double first = 0, last = 0;
+  for (int step = 0; step < 40; ++step) {
+    adam.zero_grad(block);
+    kten::Tensor loss = kten::nn::MSELoss()(block(x), target);
+    loss.backward();
+    adam.step(block);
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  CHECK(last < first / 2);
+}

@@ -109,3 +109,28 @@ TEST_CASE("onnx: save() of an imported model writes the mode the model is in", "
     CHECK(kten::onnx::load(train_path, d).is_training());
   }
 }
+
+TEST_CASE("onnx: save() traces attention and recurrent layers, which load back to their outputs", "[onnx][attention][rnn]") {
+  const Device d = test::device();
+  nn::TransformerEncoderLayerOptions o;
+  o.dim_feedforward = 16;
+  o.seed = 1;
+  nn::TransformerEncoderLayer enc(8, 2, o);
+  nn::RNNOptions r;
+  r.num_layers = 2;
+  r.bidirectional = true;
+  r.seed = 2;
+  nn::LSTM lstm(8, 4, r);
+  nn::GRU gru(8, 4, r);
+  for (auto [name, layer] : {std::pair<const char*, nn::Module*>{"encoder", &enc}, {"lstm", &lstm}, {"gru", &gru}}) {
+    INFO(name);
+    layer->to(d);
+    layer->eval();
+    const std::string path = (test::scratch() / ("kten-test-" + std::string(name) + ".onnx")).string();
+    kten::onnx::save(path, *layer, {randn({5, 3, 8}, d, 3)});
+    auto loaded = kten::onnx::load(path, d);
+    NoGradGuard no_grad;
+    const Tensor x = randn({5, 3, 8}, d, 4);
+    test::require_allclose<float>(loaded(x), test::host_doubles<float>((*layer)(x)), 1e-5, 1e-6);
+  }
+}

@@ -16,6 +16,7 @@
 #include <kten/nn/loss.hpp>
 #include <kten/nn/module.hpp>
 #include <kten/nn/rnn.hpp>
+#include <kten/nn/attention.hpp>
 #include <kten/nn/utils.hpp>
 #include <kten/onnx.hpp>
 #include <kten/ops.hpp>

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -360,6 +361,19 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// ellipsis, then the letters used once, sorted). Labels of extent 1 broadcast. Made of kten's ops
 /// (pairs of operands are batched matmuls, left to right), which give its gradient.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+/// \brief F.scaled_dot_product_attention: softmax(query key^T scale + bias) value, query (..., L, E),
+/// key (..., S, E), value (..., S, Ev) -> (..., L, Ev), the batch axes broadcast as matmul's. The
+/// bias: `attn_mask` broadcast to (..., L, S), a boolean one true where a query may attend to a key
+/// (0 there, -inf elsewhere), a float one (the query's dtype) added as it is; `is_causal` lets query
+/// i attend to keys 0..i alone (with attn_mask: a kten::Error, as PyTorch). `scale` defaults to
+/// 1 / sqrt(E). `dropout_p` in [0, 1] drops attention weights (always: pass 0 in evaluation, as
+/// PyTorch), the masks drawn from `seed` (default nn::next_seed()). A query that may attend to no
+/// key gets NaN (softmax of -inf alone). Made of kten's ops (two batched GEMMs around softmax),
+/// which give its gradient on every device.
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt,
+                                    std::optional<std::uint64_t> seed = std::nullopt);
 /// \brief Transposed view of a 2-D tensor (x.transpose(); shares storage, no copy).
 Tensor transpose(const Tensor& x);
 

@@ -35,3 +35,13 @@ Tensor uniform(const Shape& shape, double low, double high, const Device& device
 void philox4x32(const std::uint32_t counter[4], const std::uint32_t key[2], std::uint32_t out[4]);
 
 }  // namespace kten
+
+namespace kten::nn {
+
+/// \brief The seed the next layer created without one will use, and the one
+/// scaled_dot_product_attention's dropout draws without one (a process-wide counter).
+std::uint64_t next_seed();
+/// \brief Restarts the counter behind next_seed(), like torch.manual_seed for initialisation.
+void manual_seed(std::uint64_t seed);
+
+}  // namespace kten::nn

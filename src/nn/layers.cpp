@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Linear, the activations, LayerNorm, Dropout and Sequential on the parameters' device; autograd
 // derives their backward.
-#include <atomic>
 #include <cmath>
 
 #include <kten/nn/layers.hpp>
@@ -11,20 +10,11 @@
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
 #include "functional.hpp"
+#include "ops/dropout.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/linalg.hpp"
 
 namespace kten::nn {
-
-namespace {
-std::atomic<std::uint64_t>& seed_counter() {
-  static std::atomic<std::uint64_t> counter{0};
-  return counter;
-}
-}  // namespace
-
-std::uint64_t next_seed() { return seed_counter()++; }
-void manual_seed(std::uint64_t seed) { seed_counter() = seed; }
 
 // --- Linear ------------------------------------------------------------------------------------
 

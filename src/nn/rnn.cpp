@@ -13,6 +13,7 @@
 
 #include "core/checks.hpp"
 #include "functional.hpp"
+#include "ops/dropout.hpp"
 #include "ops/linalg.hpp"
 
 namespace kten::detail {

@@ -17,6 +17,7 @@
 #include "core/storage.hpp"
 #include "graph.hpp"
 #include "nn/functional.hpp"
+#include "ops/dropout.hpp"
 #include "ops/registry.hpp"
 #include "ops/transfer.hpp"
 

@@ -2,6 +2,7 @@
 // Random tensors. Element i takes the Philox block for counter (i, stream) and key = seed, so the
 // values depend on (seed, i) alone: the same on every device and for every thread layout.
 // Bandwidth-bound like any elementwise kernel (ten rounds of integer multiplies per element).
+#include <atomic>
 #include <cmath>
 
 #include <kten/random.hpp>
@@ -90,3 +91,17 @@ void philox4x32(const std::uint32_t counter[4], const std::uint32_t key[2], std:
 }
 
 }  // namespace kten
+
+namespace kten::nn {
+
+namespace {
+std::atomic<std::uint64_t>& seed_counter() {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter;
+}
+}  // namespace
+
+std::uint64_t next_seed() { return seed_counter()++; }
+void manual_seed(std::uint64_t seed) { seed_counter() = seed; }
+
+}  // namespace kten::nn

@@ -342,7 +342,7 @@ std::vector<OpDef> all_ops() {
   for (std::vector<OpDef> (*family)() : {
            elementwise_ops, unary_math_ops, activation_ops, binary_math_ops, rounding_ops, compare_ops, reduce_ops,
            extremum_ops,
-           softmax_ops, indexing_ops, scan_select_ops, linalg_ops, view_ops,
+           softmax_ops, attention_ops, indexing_ops, scan_select_ops, linalg_ops, view_ops,
            conv_ops, pad_ops,  // convolutions and padding
            pool_ops, resample_ops,  // pooling and resampling
            norm_ops,  // batch, group and instance normalisation

@@ -72,6 +72,7 @@ std::vector<OpDef> compare_ops();
 std::vector<OpDef> reduce_ops();
 std::vector<OpDef> extremum_ops();
 std::vector<OpDef> softmax_ops();
+std::vector<OpDef> attention_ops();  // scaled_dot_product_attention, ONNX's Attention
 std::vector<OpDef> indexing_ops();
 std::vector<OpDef> linalg_ops();
 std::vector<OpDef> view_ops();

@@ -3,9 +3,8 @@
 // subtracting the axis' max, so exp never overflows. All six are row kernels (rows.hpp):
 // bandwidth-bound, one read of the input(s) from memory and one write, the row's further passes
 // from cache. ONNX's NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss load as log_softmax,
-// gather and sums, its Attention as matmuls around softmax.
+// gather and sums.
 #include <cmath>
-#include <limits>
 
 #include <kten/ops.hpp>
 
@@ -257,84 +256,6 @@ Tensor nll_loss(const OnnxCall& c, const Tensor& logp, const Tensor& target, con
 
 std::vector<Tensor> nll_loss_op(OnnxCall& c) { return {nll_loss(c, c.at(0), c.at(1), c.has(2) ? c.at(2) : Tensor())}; }
 
-// Attention (opset 23): softmax(Q K^T scale + bias) V as kten's ops, over (B, heads, S, D) inputs
-// or (B, S, heads x D) ones with q_num_heads and kv_num_heads. The bias is attn_mask (a float one
-// added; a boolean one true where attention is allowed, padded with "not allowed" up to the keys'
-// length) plus, with is_causal, -inf where key j > query i + the past's length; softcap follows
-// it (so a masked score becomes -softcap, as ONNX's reference computes). past_key and past_value
-// go before K and V (the present_key and present_value outputs); fewer K/V heads than Q heads
-// are repeated (grouped-query attention). The fourth output is the scores at qk_matmul_output_mode
-// 0 (Q K^T scale), 1 (+ bias), 2 (softcapped) or 3 (the softmax).
-void check_attention(const OnnxNode& n) {
-  check_flag(n, "is_causal", 0);
-  const std::int64_t mode = node_int(n, "qk_matmul_output_mode", 0);
-  if (mode < 0 || mode > 3) onnx_invalid(n, "qk_matmul_output_mode " + std::to_string(mode) + " (0 to 3)");
-}
-
-std::vector<Tensor> attention_op(OnnxCall& c) {
-  Tensor q = c.at(0), k = c.at(1), v = c.at(2);
-  const bool flat = q.ndim() == 3;
-  if ((q.ndim() != 3 && q.ndim() != 4) || k.ndim() != q.ndim() || v.ndim() != q.ndim())
-    fail<ShapeError>("onnx", c.where(), ": Q, K and V must all be 3-D or 4-D, not ", q.shape(), ", ", k.shape(), " and ", v.shape());
-  const auto split_heads = [&](const Tensor& t, const char* attr) {  // (B, S, h D) -> (B, h, S, D)
-    const std::int64_t h = c.attr_int(attr, 0);
-    if (h <= 0 || t.size(2) % h != 0)
-      fail<ShapeError>("onnx", c.where(), ": ", attr, " ", h, " does not divide the hidden size of ", t.shape());
-    return t.reshape({t.size(0), t.size(1), h, t.size(2) / h}).permute({0, 2, 1, 3});
-  };
-  if (flat) {
-    q = split_heads(q, "q_num_heads");
-    k = split_heads(k, "kv_num_heads");
-    v = split_heads(v, "kv_num_heads");
-  }
-  if (c.has(4) != c.has(5)) fail<ShapeError>("onnx", c.where(), ": past_key and past_value come together");
-  const std::int64_t past = c.has(4) ? c.at(4).size(2) : 0;
-  if (c.has(4)) {
-    k = cat({c.at(4), k}, 2);
-    v = cat({c.at(5), v}, 2);
-  }
-  const Tensor present_key = k, present_value = v;
-  const std::int64_t batch = q.size(0), heads = q.size(1), queries = q.size(2), keys = k.size(2);
-  if (k.size(1) != v.size(1) || k.size(1) == 0 || heads % k.size(1) != 0 || q.size(3) != k.size(3) || keys != v.size(2))
-    fail<ShapeError>("onnx", c.where(), ": Q ", q.shape(), ", K ", k.shape(), " and V ", v.shape(), " do not make heads that match");
-  if (k.size(1) != heads) {  // each K/V head serves heads / K's heads query heads in a row
-    const std::int64_t group = heads / k.size(1);
-    k = k.unsqueeze(2).expand({batch, k.size(1), group, keys, k.size(3)}).reshape({batch, heads, keys, k.size(3)});
-    v = v.unsqueeze(2).expand({batch, v.size(1), group, keys, v.size(3)}).reshape({batch, heads, keys, v.size(3)});
-  }
-  const double scale = c.attr("scale") ? c.attr_real("scale", 1.0) : 1.0 / std::sqrt(static_cast<double>(q.size(3)));
-  const Tensor qk = matmul(q, k.transpose(-2, -1)) * scale;
-  const double inf = std::numeric_limits<double>::infinity();
-  const Tensor blocked = full({}, -inf, q.device(), q.dtype());
-  Tensor scores = qk;
-  if (c.has(3)) {
-    Tensor mask = c.at(3);
-    const bool allow = mask.dtype() == boolean;
-    if (!allow && mask.dtype() != q.dtype())
-      fail<DTypeError>("onnx", c.where(), ": attn_mask must be boolean or Q's dtype, not ", mask.dtype());
-    if (mask.ndim() == 0 || mask.size(-1) > keys)
-      fail<ShapeError>("onnx", c.where(), ": attn_mask ", mask.shape(), " is longer than the ", keys, " keys");
-    if (mask.size(-1) < keys) {  // the keys past the mask are not attended to
-      Shape pad = mask.shape();
-      pad.back() = keys - mask.size(-1);
-      mask = cat({mask, allow ? zeros(pad, mask.device(), boolean) : full(pad, -inf, mask.device(), mask.dtype())}, -1);
-    }
-    scores = scores + (allow ? where(mask, 0.0, blocked) : mask);
-  }
-  if (c.attr_int("is_causal", 0) != 0) {
-    const Tensor after = arange(0, static_cast<double>(keys), 1, q.device(), float64).reshape({1, keys}) -
-                         arange(0, static_cast<double>(queries), 1, q.device(), float64).reshape({queries, 1});
-    scores = scores + where(le(after, static_cast<double>(past)), 0.0, blocked);
-  }
-  const Tensor biased = scores;
-  if (const double cap = c.attr_real("softcap", 0.0); cap > 0) scores = tanh(scores / cap) * cap;
-  const Tensor weights = registered("softmax", {scores}, OpAttrs::of_ints({-1}));
-  Tensor y = matmul(weights, v);
-  if (flat) y = y.permute({0, 2, 1, 3}).reshape({batch, queries, heads * v.size(3)});
-  const std::int64_t mode = c.attr_int("qk_matmul_output_mode", 0);
-  return {y, present_key, present_value, mode == 0 ? qk : mode == 1 ? biased : mode == 2 ? scores : weights};
-}
-
 // SoftmaxCrossEntropyLoss: the loss of log_softmax(scores) over the classes (axis 1), and the
 // log-probabilities as its optional second output.
 std::vector<Tensor> softmax_cross_entropy_op(OnnxCall& c) {
@@ -358,8 +279,7 @@ std::vector<OpDef> softmax_ops() {
        [](X x, A a) { return logsumexp(x[0], axis_of(a), a.keepdim); }},
   };
   set_onnx(rows, "softmax",
-           {{"Softmax", 13, kOnnxLastOpset, 1, 1, 1, true, softmax_op, nullptr, 0},
-            {"Attention", 23, kOnnxLastOpset, 3, 6, 4, true, attention_op, check_attention, 0}},
+           {{"Softmax", 13, kOnnxLastOpset, 1, 1, 1, true, softmax_op, nullptr, 0}},
            {{"kten::softmax",
              [](OnnxEmit& e) { return e.node("Softmax", {e.in[0]}, {attr_i("axis", e.i(0))}); }}});
   set_onnx(rows, "log_softmax",

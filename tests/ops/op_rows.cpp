@@ -125,6 +125,56 @@ struct ConvCase {
 
 std::int64_t pick(Rng& rng, std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); }
 
+// --- Attention (issue 52) -----------------------------------------------------------------------
+
+// Query (..., L, E), key (..., S, E), value (..., S, Ev), with `masked` a float mask (L, S); the
+// batch axes (none, (B) or (B, H)) shared, or the key and value's one head for every query head.
+ShapeGen attention_shapes(bool masked) {
+  return {masked ? 4 : 3, [masked](Rng& rng, const ShapeOptions& o) {
+            std::int64_t e[4];  // L, S, E, Ev
+            for (auto& x : e) x = o.large ? pick(rng, 16, 40) : pick(rng, 1, o.small ? 2 : 4);
+            if (o.empty) e[pick(rng, 0, 3)] = 0;
+            Shape batch;
+            const std::int64_t axes = o.small ? pick(rng, 0, 1) : pick(rng, 0, 2);
+            for (std::int64_t a = 0; a < axes; ++a) batch.push_back(o.large ? 2 : pick(rng, 1, 2));
+            const auto with = [&](Shape b, std::int64_t rows, std::int64_t columns) {
+              b.push_back(rows);
+              b.push_back(columns);
+              return b;
+            };
+            Shape kv_batch = batch;
+            if (kv_batch.size() == 2 && pick(rng, 0, 1) == 0) kv_batch[1] = 1;  // one key/value head for all
+            std::vector<Shape> shapes{with(batch, e[0], e[2]), with(kv_batch, e[1], e[2]), with(kv_batch, e[1], e[3])};
+            if (masked) shapes.push_back({e[0], e[1]});
+            return shapes;
+          }};
+}
+// float32 attention: softmax's exponentials carry |score| u relative error into every weight, and
+// the gradients of equal keys or values cancel to rounding noise of the terms' size.
+constexpr double kAttentionRtol32 = 1e-4, kAttentionAtol32 = 1e-5;
+// A boolean mask (L, S) that lets query i attend to key 0 and to keys j with (i + j) % 3 != 0.
+kten::Tensor kten_allowed(const kten::Tensor& q, const kten::Tensor& k) {
+  const kten::Tensor i = kten::arange(0, static_cast<double>(q.size(-2)), 1, q.device()).reshape({-1, 1});
+  const kten::Tensor j = kten::arange(0, static_cast<double>(k.size(-2)), 1, q.device()).reshape({1, -1});
+  const kten::Tensor r = (i + j) - kten::floor((i + j) / 3.0) * 3.0;
+  return kten::gt(kten::eq(j, 0.0).astype(kten::float32) + kten::ne(r, 0.0).astype(kten::float32), 0.0);
+}
+#ifdef KTEN_HARNESS_TORCH
+// PyTorch 1.13 has no F.scaled_dot_product_attention: its MultiheadAttention's arithmetic, the
+// scale on the queries, a float bias added to the scores.
+at::Tensor torch_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias) {
+  const at::Tensor scores = at::matmul(q * (1.0 / std::sqrt(static_cast<double>(q.size(-1)))), k.transpose(-2, -1));
+  return at::matmul(at::softmax(bias.defined() ? scores + bias : scores, -1), v);
+}
+at::Tensor torch_blocked(const at::Tensor& allowed, const at::Tensor& like) {
+  return at::where(allowed, at::zeros({}, like.options()), at::full({}, -INFINITY, like.options()));
+}
+at::Tensor torch_allowed(const at::Tensor& q, const at::Tensor& k) {
+  const at::Tensor i = at::arange(q.size(-2)).reshape({-1, 1}), j = at::arange(k.size(-2)).reshape({1, -1});
+  return at::logical_or(j == 0, at::fmod(i + j, 3) != 0);
+}
+#endif
+
 // x (N, C, spatial...), the weight ((C_out, C_in/g, k...), or (C_in, C_out/g, k...) transposed) and
 // the bias (C_out): one item of one channel per group when small, 6,000 to 20,000 input elements
 // when large, a batch of 0 when empty.
@@ -439,6 +489,18 @@ std::vector<Row> op_table() {
           .sums().covers("einsum"),
       op("matmul(a, b.transpose())", matmul_shapes(), KTEN(kten::matmul(x[0], x[1].transpose().contiguous().transpose())),
          TORCH(at::matmul(x[0], x[1].t().contiguous().t()))).sums(),
+      // Attention (issue 52): made of matmul and softmax; the reference is PyTorch's arithmetic.
+      // Equal keys or values (expanded inputs) make gradients that are zero but for rounding,
+      // |terms| u of the scores and softmax's sums: up to 2e-6 in float32 (kAttention32).
+      reg("scaled_dot_product_attention", "scaled_dot_product_attention", attention_shapes(false), {},
+          TORCH(torch_attention(x[0], x[1], x[2], {}))).sums().tol32(kAttentionRtol32, kAttentionAtol32),
+      reg("scaled_dot_product_attention", "scaled_dot_product_attention(is_causal)", attention_shapes(false), reals_and_ints({0.0}, {1}),
+          TORCH(torch_attention(x[0], x[1], x[2], torch_blocked(at::ones({x[0].size(-2), x[1].size(-2)}, at::kBool).tril(), x[0])))).sums().tol32(kAttentionRtol32, kAttentionAtol32),
+      op("scaled_dot_product_attention(float mask)", attention_shapes(true), KTEN(kten::scaled_dot_product_attention(x[0], x[1], x[2], x[3])),
+         TORCH(torch_attention(x[0], x[1], x[2], x[3]))).sums().tol32(kAttentionRtol32, kAttentionAtol32).covers("scaled_dot_product_attention"),
+      op("scaled_dot_product_attention(boolean mask)", attention_shapes(false),
+         KTEN(kten::scaled_dot_product_attention(x[0], x[1], x[2], kten_allowed(x[0], x[1]))),
+         TORCH(torch_attention(x[0], x[1], x[2], torch_blocked(torch_allowed(x[0], x[1]), x[0])))).sums().tol32(kAttentionRtol32, kAttentionAtol32).covers("scaled_dot_product_attention"),
       // Views (results share storage) and copies.
       reg("transpose", "transpose(x)", matrix(), {}, TORCH(x[0].t())),
       reg("Tensor::transpose", "transpose(0, -1)", broadcast(1, 2), ints({0, -1}), TORCH(x[0].transpose(0, -1))),

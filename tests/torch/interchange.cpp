@@ -94,6 +94,54 @@ struct Case {
 };
 const Case kCases[] = {{kten::float32, 1e-5, 1e-6}, {kten::float64, 1e-12, 1e-12}};
 
+// Attention (issue 52): interchange.py's attention_models(), loaded by name from PyTorch's
+// state_dicts (prefixes mha., post. and pre.), against torch.nn's outputs with masks.
+kten::nn::StateDict with_prefix(const kten::nn::StateDict& all, const std::string& prefix) {
+  kten::nn::StateDict out;
+  for (const auto& [key, t] : all)
+    if (key.rfind(prefix, 0) == 0) out.emplace_back(key.substr(prefix.size()), t);
+  return out;
+}
+
+bool attention_from_torch(const std::string& dir, const Case& c, const kten::Device& device) {
+  const std::string name = kten::dtype_name(c.dtype);
+  const kten::nn::StateDict sd = kten::io::load_safetensors(dir + "/torch-attention-" + name + ".safetensors", device);
+  const auto io = kten::io::load_safetensors(dir + "/torch-attention-" + name + "-io.safetensors", device);
+  kten::nn::MultiheadAttentionOptions o;
+  o.dtype = c.dtype;
+  kten::nn::MultiheadAttention mha(8, 2, o);
+  mha.to(device);
+  mha.load_state_dict(with_prefix(sd, "mha."));
+  mha.eval();
+  kten::nn::TransformerEncoderLayerOptions post_options;
+  post_options.dim_feedforward = 16;
+  post_options.dtype = c.dtype;
+  kten::nn::TransformerEncoderLayer post(8, 2, post_options);
+  kten::nn::TransformerEncoderLayerOptions pre_options = post_options;
+  pre_options.activation = "gelu";
+  pre_options.batch_first = true;
+  pre_options.norm_first = true;
+  kten::nn::TransformerEncoderLayer pre(8, 2, pre_options);
+  for (auto [layer, prefix] : {std::pair<kten::nn::Module*, const char*>{&post, "post."}, {&pre, "pre."}}) {
+    layer->to(device);
+    layer->load_state_dict(with_prefix(sd, prefix));
+    layer->eval();
+  }
+  kten::NoGradGuard no_grad;
+  const kten::Tensor q = find(io, "q"), k = find(io, "k"), v = find(io, "v"), padding = find(io, "padding");
+  auto [y, w] = mha.forward(q, k, v, padding, true, find(io, "additive"));
+  auto [y2, w_heads] = mha.forward(q, k, v, padding, true, find(io, "additive"), false);
+  bool ok = close(name + ": MultiheadAttention's output", y, find(io, "y"), c.rtol, c.atol);
+  ok = close(name + ": its weights, averaged over the heads", w, find(io, "w"), c.rtol, c.atol) && ok;
+  ok = close(name + ": its weights per head", w_heads, find(io, "w_heads"), c.rtol, c.atol) && ok;
+  const kten::Tensor src = find(io, "src");
+  ok = close(name + ": TransformerEncoderLayer (post-norm, causal and padding masks)",
+             post.forward(src, find(io, "causal"), find(io, "src_padding")), find(io, "post"), c.rtol, c.atol) && ok;
+  ok = close(name + ": TransformerEncoderLayer (batch_first, norm_first, gelu, padding mask)",
+             pre.forward(src.transpose(0, 1), {}, find(io, "src_padding")), find(io, "pre"), c.rtol, c.atol) && ok;
+  return ok;
+}
+
 bool from_torch(const std::string& dir, const kten::Device& device) {
   bool ok = true;
   for (const Case& c : kCases) {
@@ -118,6 +166,7 @@ bool from_torch(const std::string& dir, const kten::Device& device) {
     conv.load_state_dict(kten::io::load_safetensors(dir + "/torch-conv-" + name + ".safetensors", device));
     const auto conv_io = kten::io::load_safetensors(dir + "/torch-conv-" + name + "-io.safetensors", device);
     ok = close(name + ": kten's outputs of PyTorch's convolutions", conv(find(conv_io, "x")), find(conv_io, "y"), c.rtol, c.atol) && ok;
+    ok = attention_from_torch(dir, c, device) && ok;
   }
   return ok;
 }

@@ -6,7 +6,8 @@
                              torch-<dtype>.safetensors (its state_dict, BatchNorm's buffers included)
                              and torch-<dtype>-io.safetensors (inputs x and the model's outputs y in
                              evaluation mode, which reads the running statistics), and
-                             torch-conv-<dtype>.safetensors and -io of conv_model() (convolutions)
+                             torch-conv-<dtype>.safetensors and -io of conv_model() (convolutions),
+                             torch-attention-<dtype>.safetensors and -io (attention_models())
   interchange.py check DIR   loads kten-<dtype>.safetensors into that model with load_state_dict and
                              checks its outputs (evaluation mode) on x of kten-<dtype>-io.safetensors
                              against kten's y
@@ -94,7 +95,46 @@ def conv_model(dtype):
     return net.to(dtype)
 
 
+def attention_models(dtype):
+    """Attention (issue 52): torch.nn.MultiheadAttention(8, 2) with biases drawn at random (PyTorch
+    starts them at zero), a post-norm relu TransformerEncoderLayer and a batch_first, norm_first
+    gelu one; their state_dicts under the prefixes mha., post. and pre."""
+    torch.manual_seed(2)
+    mha = torch.nn.MultiheadAttention(8, 2)
+    with torch.no_grad():
+        mha.in_proj_bias.normal_()
+        mha.out_proj.bias.normal_()
+    post = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16)
+    pre = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, activation="gelu", batch_first=True, norm_first=True)
+    return {name: m.to(dtype).eval() for name, m in (("mha", mha), ("post", post), ("pre", pre))}
+
+
+def save_attention(folder, dtype):
+    """torch-attention-<dtype>.safetensors (the state_dicts) and -io (inputs and outputs, computed
+    with autograd on, so that PyTorch's fused inference path does not replace the modules' own)."""
+    models = attention_models(dtype)
+    name = str(dtype).removeprefix("torch.")
+    state = {f"{prefix}.{key}": t for prefix, m in models.items() for key, t in m.state_dict().items()}
+    save_file(state, f"{folder}/torch-attention-{name}.safetensors", {"format": "pt"})
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(5 if i == 0 else 4, 3, 8, generator=g, dtype=dtype) for i in range(3))
+    padding = torch.tensor([[False, False, False, True], [False] * 4, [False, True, False, False]])
+    additive = torch.randn(5, 4, generator=g, dtype=dtype)
+    y, w = models["mha"](q, k, v, key_padding_mask=padding, attn_mask=additive)
+    _, w_heads = models["mha"](q, k, v, key_padding_mask=padding, attn_mask=additive, average_attn_weights=False)
+    src = torch.randn(6, 3, 8, generator=g, dtype=dtype)
+    causal = torch.ones(6, 6, dtype=torch.bool).triu(1)  # True: blocked
+    src_padding = torch.tensor([[False] * 6, [False] * 5 + [True], [False, False, True, False, False, False]])
+    post = models["post"](src, src_mask=causal, src_key_padding_mask=src_padding)
+    pre = models["pre"](src.transpose(0, 1), src_key_padding_mask=src_padding)
+    save_file({"q": q, "k": k, "v": v, "padding": padding, "additive": additive, "y": y, "w": w, "w_heads": w_heads,
+               "src": src, "causal": causal, "src_padding": src_padding, "post": post, "pre": pre},
+              f"{folder}/torch-attention-{name}-io.safetensors")
+
+
 def save(folder):
+    for dtype in (torch.float32, torch.float64):
+        save_attention(folder, dtype)
     for dtype in (torch.float32, torch.float64):  # convolutions (issue 31): PyTorch's state_dict for kten
         net = conv_model(dtype)
         name = str(dtype).removeprefix("torch.")

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <kten/nn/module.hpp>
+#include <kten/random.hpp>  // nn::next_seed(), nn::manual_seed()
 // Pooling and resampling layers (issue 31 item 2).
 #include <kten/nn/resample.hpp>
 
@@ -215,11 +216,6 @@ class Sequential : public Module {
  private:
   std::vector<std::shared_ptr<Module>> layers_;  // the registered children, in order, for forward()
 };
-
-/// \brief The seed the next layer created without one will use (a process-wide counter).
-std::uint64_t next_seed();
-/// \brief Restarts the counter behind next_seed(), like torch.manual_seed for initialisation.
-void manual_seed(std::uint64_t seed);
 
 }  // namespace kten::nn
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Dropout as one kernel and one autograd node (nn::Dropout, ONNX's Dropout in training mode):
-// bandwidth-bound, each element read and written once; the mask is computed, never stored.
-#include "functional.hpp"
+// Dropout as one kernel and one autograd node (nn::Dropout, attention's weights, ONNX's Dropout in
+// training mode): bandwidth-bound, each element read and written once; the mask is computed, never
+// stored.
+#include "dropout.hpp"
 
 #include "autograd/autograd.hpp"
 #include "core/checks.hpp"
 #include "dispatch/dispatch.hpp"
-#include "ops/philox.hpp"
+#include "philox.hpp"
 
 namespace kten::detail {
 
