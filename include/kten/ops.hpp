@@ -101,6 +101,8 @@ Tensor remainder(const Tensor& a, const Tensor& b);
 Tensor sin(const Tensor& x);
 /// \brief Elementwise cosine.
 Tensor cos(const Tensor& x);
+/// \brief Elementwise arctangent, in (-pi/2, pi/2); the gradient is g / (1 + x^2).
+Tensor atan(const Tensor& x);
 /// \brief Elementwise log(1 + x), accurate for small x.
 Tensor log1p(const Tensor& x);
 /// \brief Elementwise e^x - 1, accurate for small x.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Unary math: exp, log, sqrt, abs, neg, sin, cos, log1p, expm1, erf and pow(x, s), each with its
+// Unary math: exp, log, sqrt, abs, neg, sin, cos, atan, log1p, expm1, erf and pow(x, s), each with its
 // gradient beside it. Bandwidth-bound like every elementwise kernel (elementwise.cpp): one read
 // and one write per element, the transcendental functions of vector_math.hpp vectorised on CPUs.
 #include <kten/ops.hpp>
@@ -29,6 +29,12 @@ Tensor neg(const Tensor& x) {
 }
 Tensor sin(const Tensor& x) { return unary_with_grad_kernel("kten::sin", "kten::sin_grad", x, Sin{}, SinGrad{}); }
 Tensor cos(const Tensor& x) { return unary_with_grad_kernel("kten::cos", "kten::cos_grad", x, Cos{}, CosGrad{}); }
+namespace {
+struct Atan { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x) const { return math::atan(x); } };
+/// \brief atan's gradient g / (1 + x^2): 0 at +-inf (and past 1.8e19 in float32, where x^2 overflows: the limit).
+struct AtanGrad { template <class T> KOKKOS_INLINE_FUNCTION T operator()(T x, T g) const { return g / (T(1) + x * x); } };
+}  // namespace
+Tensor atan(const Tensor& x) { return unary_with_grad_kernel("kten::atan", "kten::atan_grad", x, Atan{}, AtanGrad{}); }
 Tensor log1p(const Tensor& x) { return unary_with_grad_kernel("kten::log1p", "kten::log1p_grad", x, Log1p{}, Log1pGrad{}); }
 Tensor expm1(const Tensor& x) {
   return unary_with_grad_kernel<GradOf::output>("kten::expm1", "kten::expm1_grad", x, Expm1{}, Expm1Grad{});
@@ -53,7 +59,7 @@ namespace {
 using kten::detail::fail;
 
 constexpr char k_exp[] = "exp", k_log[] = "log", k_sqrt[] = "sqrt", k_abs[] = "abs", k_neg[] = "neg",
-               k_sin[] = "sin", k_cos[] = "cos", k_erf[] = "erf";
+               k_sin[] = "sin", k_cos[] = "cos", k_atan[] = "atan", k_erf[] = "erf";
 
 }  // namespace
 
@@ -70,6 +76,7 @@ std::vector<OpDef> unary_math_ops() {
       {"neg", "neg(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return neg(x[0]); }},
       {"sin", "sin(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return sin(x[0]); }},
       {"cos", "cos(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return cos(x[0]); }},
+      {"atan", "atan(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return atan(x[0]); }},
       {"log1p", "log1p(Tensor)", 1, {positive}, DTypes::floating, true, [](X x, A) { return log1p(x[0]); }},
       {"expm1", "expm1(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return expm1(x[0]); }},
       {"erf", "erf(Tensor)", 1, {real}, DTypes::floating, true, [](X x, A) { return erf(x[0]); }},
@@ -89,6 +96,8 @@ std::vector<OpDef> unary_math_ops() {
            {onnx_node_of("kten::sin", "Sin")});
   set_onnx(rows, "cos", {{"Cos", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_cos>, nullptr, 0}},
            {onnx_node_of("kten::cos", "Cos")});
+  set_onnx(rows, "atan", {{"Atan", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_atan>, nullptr, 0}},
+           {onnx_node_of("kten::atan", "Atan")});
   set_onnx(rows, "erf", {{"Erf", 13, kOnnxLastOpset, 1, 1, 1, true, onnx_unary<k_erf>, nullptr, 0}},
            {onnx_node_of("kten::erf", "Erf")});
   set_onnx(rows, "log1p", {}, {{"kten::log1p", [](OnnxEmit& e) {

@@ -84,6 +84,14 @@ void write_family_seeds(const std::filesystem::path& onnx) {
     });
     save("attention", attention, ones({2, 4, 6}));
   }
+  {  // a transformer encoder layer in training mode (issue 52): its projections, masks' Where,
+     // softmax, LayerNorm and Dropout as save() traces them
+    nn::TransformerEncoderLayerOptions o;
+    o.dim_feedforward = 8;
+    o.seed = 6;
+    nn::TransformerEncoderLayer encoder(4, 2, o);
+    save("transformer-encoder", encoder, ones({3, 2, 4}));
+  }
   {  // element types: Cast to float64 and back (fuzz-coverage found Cast never reached)
     Lambda cast("cast", [](const Tensor& x) { return (x.astype(float64) * 3.0).astype(float32); });
     save("cast", cast, ones({2, 3}));

@@ -370,6 +370,7 @@ std::vector<Row> op_table() {
       reg("sin", broadcast(1), TORCH(at::sin(x[0]))),
       reg("cos", broadcast(1), TORCH(at::cos(x[0]))),
       reg("log1p", broadcast(1), TORCH(at::log1p(x[0]))),
+      reg("atan", broadcast(1), TORCH(at::atan(x[0]))),
       reg("expm1", broadcast(1), TORCH(at::expm1(x[0]))),
       reg("erf", broadcast(1), TORCH(at::erf(x[0]))),
       reg("softplus", broadcast(1), TORCH(at::softplus(x[0], 1, 20))),
