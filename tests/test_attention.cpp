@@ -112,6 +112,7 @@ TEST_CASE("scaled_dot_product_attention: dropout on the weights, seeded, and the
   CHECK_THROWS_AS(scaled_dot_product_attention(q, k.astype(float64), v), DTypeError);
   CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, {}, 1.5), ContainsSubstring("dropout_p"));
   CHECK_THROWS_AS(scaled_dot_product_attention(randn({8}, d), k, v), ShapeError);
+  CHECK_THROWS_WITH(scaled_dot_product_attention(q.astype(int64), k, v, {}, 0.0, true), ContainsSubstring("scaled_dot_product_attention"));
 }
 
 TEST_CASE("MultiheadAttention has PyTorch's parameters, initialisation, shapes and weights", "[attention][nn]") {
@@ -170,6 +171,23 @@ TEST_CASE("MultiheadAttention's masks block where true (boolean) or add (float),
   test::require_allclose<float>(wc.select(0, 0).select(0, 0).narrow(0, 1, 4), std::vector<double>(4, 0.0), 0, 0);
   const Tensor per_head = causal.unsqueeze(0).expand({4, 3, 5});
   test::require_allclose<float>(std::get<0>(mha.forward(x, kv, kv, {}, true, per_head)), test::host_doubles<float>(yc), 1e-6, 1e-7);
+  // A mask per (batch, head) pair, batch-major as PyTorch's (N x heads, L, S): each pair blocks its
+  // own key, so a head or batch taken in the wrong order would put the zero weight elsewhere.
+  std::vector<double> own_key(4 * 3 * 5, 0.0);
+  for (int nh = 0; nh < 4; ++nh)
+    for (int i = 0; i < 3; ++i) own_key[static_cast<std::size_t>((nh * 3 + i) * 5 + nh + 1)] = 1.0;
+  const Tensor blocks = gt(tensor(own_key, {4, 3, 5}).to(d), 0.5);
+  const Tensor w_pairs = std::get<1>(mha.forward(x, kv, kv, {}, true, blocks, false));  // (N, heads, L, S)
+  for (int n = 0; n < 2; ++n)
+    for (int h = 0; h < 2; ++h) {
+      const Tensor w_nh = w_pairs.select(0, n).select(0, h);
+      for (int k = 1; k <= 4; ++k) {
+        INFO("batch " << n << ", head " << h << ", key " << k);
+        const double column = sum(w_nh.select(1, k)).item<double>();
+        if (k == n * 2 + h + 1) CHECK(column == 0.0);
+        else CHECK(column > 0.0);
+      }
+    }
   CHECK_THROWS_WITH(mha.forward(x, kv, kv, {}, true, causal.transpose(0, 1)), ContainsSubstring("attn_mask must be"));
   CHECK_THROWS_WITH(mha.forward(x, kv, kv, pad.transpose(0, 1)), ContainsSubstring("key_padding_mask must be"));
   CHECK_THROWS_AS(mha.forward(x, kv, kv, zeros({2, 5}, d, float64)), DTypeError);
@@ -229,6 +247,28 @@ TEST_CASE("TransformerEncoderLayer: PyTorch's children and names, post- and pre-
   const Tensor causal = gt(arange(0, 5, 1, d).reshape({1, 5}) - arange(0, 5, 1, d).reshape({5, 1}), 0.0);
   test::require_allclose<float>(enc.forward(x, causal), test::host_doubles<float>(yc), 1e-5, 1e-6);
   test::require_allclose<float>(enc.forward(x, causal, {}, true), test::host_doubles<float>(yc), 1e-5, 1e-6);
+  // A src_mask blocking key 0 for the later queries, which the causal mask allows: with is_causal
+  // both apply.
+  const Tensor later = gt(arange(0, 5, 1, d).reshape({5, 1}) * (1.0 - arange(0, 5, 1, d).reshape({1, 5}).clamp(0.0, 1.0)), 0.0);
+  const Tensor both = gt(causal.astype(float32) + later.astype(float32), 0.0);
+  const Tensor y_both = enc.forward(x, later, {}, true);
+  test::require_allclose<float>(y_both, test::host_doubles<float>(enc.forward(x, both)), 1e-5, 1e-6);
+  CHECK(max(abs(y_both - yc)).item<float>() > 1e-3);
+  CHECK_THROWS_AS(enc.forward(x, zeros({1, 5}, d, boolean), {}, true), ShapeError);
+  // Every part its own seed: no two children start alike or draw the same dropout masks.
+  Tensor out_proj_weight, linear1_weight;
+  for (const auto& p : enc.named_parameters()) {
+    if (p.name == "self_attn.out_proj.weight") out_proj_weight = p.slot->value;
+    if (p.name == "linear1.weight") linear1_weight = p.slot->value;
+  }
+  CHECK(max(abs(linear1_weight.narrow(0, 0, 8) - out_proj_weight)).item<float>() > 0.1);
+  std::vector<std::uint64_t> dropout_seeds;
+  for (const auto& [name, child] : enc.named_children())
+    if (const auto* dropout = dynamic_cast<const nn::Dropout*>(child.get())) dropout_seeds.push_back(dropout->seed());
+  REQUIRE(dropout_seeds.size() == 3);
+  CHECK(dropout_seeds[0] != dropout_seeds[1]);
+  CHECK(dropout_seeds[1] != dropout_seeds[2]);
+  CHECK(dropout_seeds[0] != dropout_seeds[2]);
   // Pre-norm and gelu, batch_first: a different layer with the same parameters' shapes.
   o.norm_first = true;
   o.activation = "gelu";

@@ -370,8 +370,8 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 /// i attend to keys 0..i alone (with attn_mask: a kten::Error, as PyTorch). `scale` defaults to
 /// 1 / sqrt(E). `dropout_p` in [0, 1] drops attention weights (always: pass 0 in evaluation, as
 /// PyTorch), the masks drawn from `seed` (default nn::next_seed()). A query that may attend to no
-/// key gets NaN (softmax of -inf alone). Made of kten's ops (two batched GEMMs around softmax),
-/// which give its gradient on every device.
+/// key gets NaN (softmax of -inf alone, as PyTorch 1.13; PyTorch 2.5+ gives 0 there). Made of
+/// kten's ops (two batched GEMMs around softmax), which give its gradient on every device.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
                                     std::optional<double> scale = std::nullopt,

@@ -20,8 +20,15 @@ namespace {
 
 constexpr const char* kMha = "MultiheadAttention";
 
-// Each parameter and dropout its own stream of a layer's seed.
-std::uint64_t stream(std::uint64_t seed, std::uint64_t k) { return seed + 0x9E3779B97F4A7C15ull * k; }
+// Part k's own seed from a layer's seed (SplitMix64's finaliser over seed and k): a sum seed + k C
+// would collide with dropout's keys (seed + call C) and with a child's own sub-seeds, giving two
+// children the same initial weights or two dropouts the same masks.
+std::uint64_t stream(std::uint64_t seed, std::uint64_t k) {
+  std::uint64_t z = seed ^ (0x9E3779B97F4A7C15ull * (k + 1));
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 
 // x (..., in) through a Linear layer, which takes (batch, features).
 Tensor linear_on_last_axis(Linear& layer, const Tensor& x) {
@@ -175,6 +182,9 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
     if (src.ndim() < 2) detail::fail<ShapeError>(op, "expects src (L, N, E), (N, L, E) or (L, E), got ", src.shape());
     const std::int64_t steps = src.ndim() == 3 && options_.batch_first ? src.size(1) : src.size(0);
     const Tensor causal = detail::causal_bias(steps, steps, 0, src);
+    // The mask's own shape first: broadcast against (L, L), a (1, L) one would pass unchecked.
+    if (mask.defined() && (mask.ndim() < 2 || mask.ndim() > 3 || mask.size(-1) != steps || mask.size(-2) != steps))
+      detail::fail<ShapeError>(op, "src_mask must be (L, L) or (N x nhead, L, L) with L = ", steps, ", got ", mask.shape());
     mask = mask.defined() ? detail::attention_bias(op, mask, src, true) + causal : causal;
   }
   const auto sa = [&](const Tensor& x) {

@@ -75,6 +75,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   constexpr const char* op = "kten::scaled_dot_product_attention";
   detail::check_defined(query, op);
   detail::check_defined(key, op);
+  if (!is_floating(query.dtype()))
+    detail::fail<DTypeError>(op, "query, key and value are float32 or float64, not ", query.dtype());
   if (query.ndim() < 2 || key.ndim() < 2)
     detail::fail<ShapeError>(op, "query and key must be (..., L, E) and (..., S, E), got ", query.shape(), " and ", key.shape());
   if (is_causal && attn_mask.defined())

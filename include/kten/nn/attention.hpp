@@ -99,7 +99,8 @@ class TransformerEncoderLayer : public Module {
   Tensor forward(const Tensor& src) override;
   /// \brief The layer on src (L, N, E) ((N, L, E) with batch_first; unbatched (L, E)) with
   /// MultiheadAttention's attn_mask and key_padding_mask; is_causal adds the causal mask (query i
-  /// attends to keys 0..i) to src_mask, or is it without one.
+  /// attends to keys 0..i) to src_mask, or is it without one (where PyTorch, for which is_causal is
+  /// a hint about src_mask, wants the mask).
   Tensor forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = {},
                  bool is_causal = false);
   std::string name() const override { return "TransformerEncoderLayer"; }
